@@ -1,0 +1,225 @@
+// Chapter 1: from words to queries, keys and values.
+//
+// Walks "the cat sat on the mat" through tokens -> ids -> embeddings ->
+// + positional encoding -> Q, K, V, printing every shape and value, then
+// the tutorial's small d_model 8 example, the parameter count, and a first
+// look at the raw scores Q Kᵀ that chapter 2 will scale.
+#include "01-qkv-projection/qkv.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/figures.hpp"
+#include "sa/nn.hpp"
+#include "sa/plot.hpp"
+#include "sa/print.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+using namespace sa;
+
+namespace {
+
+struct Options {
+  std::string text = "the cat sat on the mat";
+  int64_t d_model = 64;
+  int64_t d_k = 64;
+};
+
+void draw_figures(Figures& figures, const Options& o, const std::vector<std::string>& tokens, const Matrix& scores) {
+  // Six positions make a dull picture of the encoding; 64 show its waves.
+  const int64_t positions = 64;
+  const Matrix PE = positional_encoding(positions, o.d_model);
+  figures.draw("positional_encoding.png", [&](const std::string& path) {
+    plot::Heatmap h;
+    h.title = fmt::format("Sinusoidal positional encoding, {} positions x d_model {}", positions, o.d_model);
+    h.values = PE;
+    h.xlabel = "dimension j (even: sin, odd: cos)";
+    h.ylabel = "position";
+    h.cblabel = "PE[pos, j]";
+    h.diverging = true;
+    h.vmin = -1;
+    h.vmax = 1;
+    h.annotate = false;
+    return plot::heatmap(path, h, 900, 750);
+  });
+
+  figures.draw("positional_waves.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = "A few columns of the positional encoding: fast waves first, slow waves later";
+    p.xlabel = "position";
+    p.ylabel = "PE[pos, j]";
+    for (int64_t j : {int64_t(6), int64_t(7), o.d_model / 4, o.d_model / 2}) {
+      if (j >= o.d_model) continue;
+      plot::Series s;
+      s.name = fmt::format("j = {} ({})", j, j % 2 == 0 ? "sin" : "cos");
+      s.style = plot::Series::Style::Lines;
+      for (int64_t pos = 0; pos < positions; ++pos) {
+        s.x.push_back(double(pos));
+        s.y.push_back(PE(pos, j));
+      }
+      p.series.push_back(s);
+    }
+    p.ymin = -1.15;
+    p.ymax = 1.15;
+    return plot::lines(path, p);
+  });
+
+  figures.draw("raw_scores.png", [&](const std::string& path) {
+    plot::Heatmap h;
+    h.title = fmt::format("Raw scores Q K^T (not yet scaled), d_k = {}", o.d_k);
+    h.values = scores;
+    h.row_labels = tokens;
+    h.col_labels = tokens;
+    h.cblabel = "q . k";
+    h.diverging = true;
+    h.decimals = 1;
+    return plot::heatmap(path, h);
+  });
+}
+
+void run(int argc, char** argv) {
+  Options o;
+  Cli cli("01-qkv-projection",
+          "Chapter 1: turn a sentence into token ids, embeddings with positional encoding, and the "
+          "queries, keys and values of self-attention, printing every shape and value.");
+  cli.add("--text", &o.text, "the sentence to encode (words split on spaces)");
+  cli.add("--d-model", &o.d_model, "width of a token vector", IntRange{1, 4096});
+  cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
+  cli.parse(argc, argv);
+
+  Generator gen(cli.seed);
+  Figures figures(cli);
+  const PrintOptions wide{.max_cols = 8};
+
+  chapter_title("Chapter 1: from words to queries, keys and values");
+  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}\n", o.text, o.d_model, o.d_k, cli.seed);
+
+  // ---------------------------------------------------------------------
+  step(1, "Split the text into tokens and number them");
+  const auto tokens = tokenize(o.text);
+  const Vocabulary vocab(tokens);
+  const auto ids = vocab.ids(tokens);
+  const int64_t seq_len = int64_t(tokens.size());
+  fmt::print("  tokens      {}\n", tokens);
+  std::string vocab_line;
+  for (int64_t i = 0; i < vocab.size(); ++i) vocab_line += fmt::format("{}{}={}", i ? "  " : "", vocab.word(i), i);
+  fmt::print("  vocabulary  {}   ({} words, numbered by first appearance)\n", vocab_line, vocab.size());
+  print_shape("token_ids", {1, seq_len}, "(batch, seq_len)");
+  fmt::print("    [{}]\n", ids);
+  say("A repeated word gets the same id: the model cannot yet tell the two 'the's apart.");
+
+  // ---------------------------------------------------------------------
+  step(2, "Look up an embedding vector for every token");
+  const Matrix table = make_embedding(gen, vocab.size(), o.d_model);
+  print_tensor("embedding table", table, {}, wide);
+  say(fmt::format("One row of {} numbers per vocabulary word, drawn from N(0, 1) as nn.Embedding({}, {}) "
+                  "does with the same seed.",
+                  o.d_model, vocab.size(), o.d_model));
+  const Matrix E = embed(table, ids);
+  print_tensor("E = table[token_ids]", E, {1, seq_len, o.d_model}, wide);
+  for (int64_t i = 0; i < seq_len; ++i)
+    for (int64_t j = i + 1; j < seq_len; ++j)
+      if (ids[size_t(i)] == ids[size_t(j)])
+        fmt::print("  rows {} and {} ('{}') are identical: {}\n", i, j, tokens[size_t(i)],
+                   E.row(i) == E.row(j) ? "yes" : "no");
+
+  // ---------------------------------------------------------------------
+  step(3, "Add the sinusoidal positional encoding");
+  fmt::print("  PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))\n"
+             "  PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))\n");
+  const Matrix PE = positional_encoding(seq_len, o.d_model);
+  print_tensor("PE", PE, {seq_len, o.d_model}, wide);
+  const Matrix X = E + PE;
+  print_tensor("X = E + PE", X, {1, seq_len, o.d_model}, wide);
+  for (int64_t i = 0; i < seq_len; ++i)
+    for (int64_t j = i + 1; j < seq_len; ++j)
+      if (ids[size_t(i)] == ids[size_t(j)])
+        fmt::print("  rows {} and {} ('{}') now differ: largest |X[{}] - X[{}]| = {:.4f}\n", i, j,
+                   tokens[size_t(i)], i, j, (X.row(i) - X.row(j)).cwiseAbs().maxCoeff());
+
+  // ---------------------------------------------------------------------
+  step(4, "Project X into queries, keys and values");
+  const Linear W_q = make_linear(gen, o.d_model, o.d_k);
+  const Linear W_k = make_linear(gen, o.d_model, o.d_k);
+  const Linear W_v = make_linear(gen, o.d_model, o.d_k);
+  say(fmt::format("Three independent nn.Linear({}, {}) layers: weights and biases drawn from "
+                  "U(-1/sqrt({}), 1/sqrt({})) = U(-{:.4f}, {:.4f}).",
+                  o.d_model, o.d_k, o.d_model, o.d_model, 1.0 / std::sqrt(double(o.d_model)),
+                  1.0 / std::sqrt(double(o.d_model))));
+  print_tensor("W_q", W_q.W, {}, wide);
+  print_tensor("b_q", Matrix(*W_q.b), {o.d_k}, wide);
+  print_shape("W_k", {o.d_model, o.d_k});
+  print_shape("W_v", {o.d_model, o.d_k});
+  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  print_tensor("Q = X W_q + b_q", qkv.Q, {1, seq_len, o.d_k}, wide);
+  print_tensor("K = X W_k + b_k", qkv.K, {1, seq_len, o.d_k}, wide);
+  print_tensor("V = X W_v + b_v", qkv.V, {1, seq_len, o.d_k}, wide);
+  say("Same tokens, three different views: Q is what each token looks for, K what it offers to be "
+      "matched on, V what it hands over once chosen.");
+
+  // ---------------------------------------------------------------------
+  step(5, "Count the parameters");
+  const int64_t weights = 3 * o.d_model * o.d_k, biases = 3 * o.d_k;
+  fmt::print("  W_q, W_k, W_v   3 x {} x {} = {}\n", o.d_model, o.d_k, weights);
+  fmt::print("  b_q, b_k, b_v   3 x {}      = {}\n", o.d_k, biases);
+  fmt::print("  total           {} with biases, {} without\n",
+             W_q.parameter_count() + W_k.parameter_count() + W_v.parameter_count(), weights);
+  fmt::print("  embedding table {} x {}   = {} (not part of attention)\n", vocab.size(), o.d_model,
+             vocab.size() * o.d_model);
+
+  // ---------------------------------------------------------------------
+  step(6, "A first look at the scores Q K^T (chapter 2 scales them)");
+  const Matrix scores = qkv.Q * qkv.K.transpose();
+  print_labelled("scores = Q K^T", scores, tokens, tokens, {.precision = 2});
+  say(fmt::format("Entry [i, j] is the dot product of query i with key j: a sum of {} products. The "
+                  "largest |score| here is {:.1f}; chapter 2 shows why that grows with d_k and why "
+                  "attention divides by sqrt(d_k) = {:.2f}.",
+                  o.d_k, scores.cwiseAbs().maxCoeff(), std::sqrt(double(o.d_k))));
+
+  // ---------------------------------------------------------------------
+  step(7, "The same steps at toy size: d_model 8, d_k 4");
+  const std::vector<std::string> small_tokens{"the", "cat", "sat"};
+  Matrix X_small(3, 8);
+  X_small << 0.1f, 0.2f, -0.1f, 0.3f, 0.4f, -0.2f, 0.1f, 0.0f,  //
+      0.3f, -0.1f, 0.5f, 0.2f, 0.1f, 0.4f, -0.3f, 0.2f,         //
+      -0.2f, 0.4f, 0.1f, -0.3f, 0.5f, 0.1f, 0.2f, -0.1f;
+  say("Hand-written embeddings for three tokens, small enough to print in full. The generator is "
+      "re-seeded so this step does not depend on the sizes above.");
+  print_tensor("X", X_small, {1, 3, 8});
+  Generator small_gen(cli.seed);
+  const Linear s_q = make_linear(small_gen, 8, 4), s_k = make_linear(small_gen, 8, 4),
+               s_v = make_linear(small_gen, 8, 4);
+  print_tensor("W_q", s_q.W);
+  print_tensor("b_q", Matrix(*s_q.b), {4});
+  Linear s_q_nobias = s_q, s_k_nobias = s_k, s_v_nobias = s_v;
+  s_q_nobias.b.reset();
+  s_k_nobias.b.reset();
+  s_v_nobias.b.reset();
+  const QKV plain = project_qkv(X_small, s_q_nobias, s_k_nobias, s_v_nobias);
+  const QKV biased = project_qkv(X_small, s_q, s_k, s_v);
+  print_tensor("Q = X W_q        (bias=False)", plain.Q, {1, 3, 4});
+  print_tensor("Q = X W_q + b_q  (bias=True)", biased.Q, {1, 3, 4});
+  print_tensor("K = X W_k + b_k", biased.K, {1, 3, 4});
+  print_tensor("V = X W_v + b_v", biased.V, {1, 3, 4});
+  const Matrix shift = biased.Q - plain.Q;
+  print_tensor("(X W_q + b_q) - X W_q", shift, {1, 3, 4});
+  say("Every row moved by the same vector, b_q: the bias shifts all tokens alike, whatever their "
+      "content.");
+  fmt::print("  parameters: 3 x (8 x 4 + 4) = {} with biases, {} without\n", 3 * (8 * 4 + 4), 3 * 8 * 4);
+
+  gap();
+  fmt::print("Drawing figures\n");
+  draw_figures(figures, o, tokens, scores);
+  figures.summary();
+  fmt::print("Next: chapter 2 divides these scores by sqrt(d_k) and measures why.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("01-qkv-projection", [&] { run(argc, argv); });
+}

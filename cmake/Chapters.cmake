@@ -1,0 +1,44 @@
+# Every chapter is built twice from one header in chapters/NN-name/:
+#   sa_NN_solutions  from solutions/NN-name/*.cpp  (the reference)
+#   sa_NN_exercises  from exercises/NN-name/*.cpp  (the reader's stubs)
+# and a program chapters/NN-name/main.cpp that links the track SA_TRACK picks.
+# Headers are included as "NN-name/header.hpp" from chapters/.
+
+set(SA_CHAPTERS "")  # NN-name of each chapter added, in order
+
+function(sa_add_chapter number name)
+  set(chapter ${number}-${name})
+  foreach(track solutions exercises)
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${track}/${chapter}/*.cpp)
+    add_library(sa_${number}_${track} STATIC ${sources})
+    target_include_directories(sa_${number}_${track} PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
+    target_link_libraries(sa_${number}_${track} PUBLIC sa_common)
+  endforeach()
+  # A stub ignores its parameters until the reader writes it.
+  target_compile_options(sa_${number}_exercises PRIVATE -Wno-unused-parameter)
+
+  # Libraries of this chapter and the ones before, later ones first so that
+  # static linking resolves a chapter's calls into earlier chapters.
+  set(program_libs "")
+  set(earlier_solutions "")
+  foreach(previous IN LISTS SA_CHAPTERS)
+    string(SUBSTRING ${previous} 0 2 n)
+    list(PREPEND program_libs sa_${n}_${SA_TRACK})
+    list(PREPEND earlier_solutions sa_${n}_solutions)
+  endforeach()
+  list(PREPEND program_libs sa_${number}_${SA_TRACK})
+
+  add_executable(${chapter} ${PROJECT_SOURCE_DIR}/chapters/${chapter}/main.cpp)
+  target_link_libraries(${chapter} PRIVATE ${program_libs})
+  set_target_properties(${chapter} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+  # What the hidden suites link: all solutions up to this chapter, or this
+  # chapter's exercises on top of the earlier chapters' solutions (so one
+  # unfinished chapter never breaks another's check).
+  set(SA_${number}_SOLUTIONS_LIBS sa_${number}_solutions ${earlier_solutions} PARENT_SCOPE)
+  set(SA_${number}_EXERCISES_LIBS sa_${number}_exercises ${earlier_solutions} PARENT_SCOPE)
+  list(APPEND SA_CHAPTERS ${chapter})
+  set(SA_CHAPTERS ${SA_CHAPTERS} PARENT_SCOPE)
+endfunction()
+
+sa_add_chapter(01 qkv-projection)

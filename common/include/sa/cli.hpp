@@ -1,0 +1,75 @@
+// The command line every chapter program shares, and the guard around its
+// main(). Every chapter has --help, --seed, --no-plots and --plots-dir, plus
+// its own sizes. A bad option gets one line naming the problem and exit
+// status 2; never a crash or a stack trace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+// Thrown for a bad command-line value or an input the program refuses
+// (the guard prints it as one line and exits with status 2).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct IntRange {
+  int64_t min = 1;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+
+// An interval of real numbers; *_open excludes the end point
+// (temperature: (0, inf); dropout p: [0, 1]).
+struct RealRange {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;
+  bool max_open = false;
+};
+
+class Cli {
+ public:
+  // `chapter` is the folder name, e.g. "01-qkv-projection": it names the
+  // program in messages and the default figure folder plots/<chapter>.
+  Cli(std::string chapter, std::string summary);
+
+  void add(const std::string& flag, int64_t* target, const std::string& help, IntRange range = {});
+  void add(const std::string& flag, double* target, const std::string& help, RealRange range = {});
+  void add(const std::string& flag, std::string* target, const std::string& help);
+  void add_flag(const std::string& flag, bool* target, const std::string& help);
+
+  // Parses argv; prints help and exits 0 on --help; throws UsageError on a
+  // bad flag or value.
+  void parse(int argc, char** argv);
+
+  uint64_t seed = 42;
+  bool plots = true;
+  std::string plots_dir;  // default: <repository>/plots/<chapter>
+  const std::string& chapter() const { return chapter_; }
+
+ private:
+  struct Option {
+    std::string flag, help, default_text;
+    bool takes_value = true;
+    std::function<void(const std::string&)> set;
+  };
+  void print_help() const;
+  std::string chapter_, summary_;
+  std::vector<Option> options_;
+};
+
+// Runs a chapter's body with the errors a reader can meet turned into
+// one-line messages:
+//   UsageError / std::invalid_argument -> "<chapter>: <message>", status 2
+//   NotImplemented                     -> which function to write and its hint, status 3
+//   any other std::exception           -> "<chapter>: error: <message>", status 1
+int run_program(const std::string& chapter, const std::function<void()>& body);
+
+}  // namespace sa

@@ -1,0 +1,29 @@
+// Where a chapter's figures go and the one line it prints for each.
+#pragma once
+
+#include "sa/cli.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+class Figures {
+ public:
+  explicit Figures(const Cli& cli);
+
+  // Draws one figure: `draw` gets the full path and returns what sa::plot
+  // returned (empty when gnuplot is missing). Prints "  figure: <path>".
+  void draw(const std::string& file, const std::function<std::string(const std::string&)>& draw);
+
+  // Printed at the end of a chapter: how many figures, and where.
+  void summary() const;
+
+ private:
+  bool enabled_;
+  std::string dir_;
+  std::vector<std::string> written_;
+};
+
+}  // namespace sa

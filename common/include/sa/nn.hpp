@@ -1,0 +1,32 @@
+// Parameters of the layers the book builds, created exactly as PyTorch's
+// modules create theirs, so the same seed gives the same initial weights.
+#pragma once
+
+#include "sa/rng.hpp"
+#include "sa/tensor.hpp"
+
+#include <optional>
+
+namespace sa {
+
+// y = x W + b. PyTorch's nn.Linear stores weight as (d_out, d_in) and
+// computes x weightᵀ; the book keeps W = weightᵀ, (d_in, d_out), so that a
+// token row times W reads like the math: Q = X W_q.
+struct Linear {
+  Matrix W;                     // (d_in, d_out)
+  std::optional<RowVector> b;   // (d_out), or none for bias=False
+
+  int64_t d_in() const { return W.rows(); }
+  int64_t d_out() const { return W.cols(); }
+  int64_t parameter_count() const { return W.size() + (b ? b->size() : 0); }
+};
+
+// nn.Linear(d_in, d_out, bias): weight ~ U(-1/√d_in, 1/√d_in) (kaiming_uniform
+// with a = √5 works out to that bound), drawn in PyTorch's (d_out, d_in)
+// order, then the bias from the same interval.
+Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias = true);
+
+// nn.Embedding(vocab, d_model).weight: every entry ~ N(0, 1).
+Matrix make_embedding(Generator& gen, int64_t vocab, int64_t d_model);
+
+}  // namespace sa

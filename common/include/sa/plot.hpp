@@ -1,0 +1,86 @@
+// Figures over gnuplot-iostream, written as PNG through pngcairo.
+//
+// Every function writes one PNG and returns only once gnuplot has closed the
+// file. When gnuplot is not installed the functions do nothing and the first
+// call prints one line saying that figures are skipped, so chapter programs
+// still run.
+//
+// Debugging a figure: with the environment variable SA_PLOT_KEEP_SCRIPT set,
+// the gnuplot script of each figure is kept next to it as <png>.gp.
+#pragma once
+
+#include "sa/tensor.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sa::plot {
+
+// True when a gnuplot executable with the pngcairo terminal is on PATH.
+bool available();
+
+struct Heatmap {
+  std::string title;
+  Matrix values;                        // row i is drawn as the i-th row from the top
+  std::vector<std::string> row_labels;  // y axis (queries), may be empty
+  std::vector<std::string> col_labels;  // x axis (keys), may be empty
+  std::string xlabel = "key";
+  std::string ylabel = "query";
+  std::string cblabel;                  // colour bar label
+  std::optional<double> vmin, vmax;     // colour range; default: data range
+  // Write values in the cells: default when the matrix is at most 12 x 12.
+  std::optional<bool> annotate;
+  int decimals = 2;
+  bool diverging = false;               // blue-white-red palette centred on 0
+};
+
+struct Series {
+  std::string name;  // legend entry
+  std::vector<double> x, y;
+  enum class Style { Lines, Points, LinesPoints, Dashed } style = Style::LinesPoints;
+};
+
+struct LinePlot {
+  std::string title, xlabel, ylabel;
+  std::vector<Series> series;
+  bool logx = false, logy = false;
+  std::optional<double> ymin, ymax;
+};
+
+struct BarGroup {
+  std::string name;            // legend entry
+  std::vector<double> values;  // one per category
+};
+
+struct BarChart {
+  std::string title, ylabel;
+  std::vector<std::string> categories;  // x axis
+  std::vector<BarGroup> groups;         // drawn side by side per category
+};
+
+struct Histogram {
+  std::string title, xlabel, ylabel = "count";
+  std::vector<Series> series;  // only name and x are used: the samples
+  int bins = 60;
+};
+
+struct Surface {
+  std::string title;
+  Matrix z;
+  std::vector<std::string> row_labels, col_labels;
+  std::string xlabel = "key", ylabel = "query", zlabel = "weight";
+};
+
+// Each returns the path written (empty when figures are skipped) and throws
+// std::runtime_error with one line if gnuplot fails.
+std::string heatmap(const std::string& png_path, const Heatmap& h, int width = 800, int height = 700);
+// A rows x cols grid of heatmaps (for example layers x heads), one title.
+std::string heatmap_grid(const std::string& png_path, const std::string& title, int rows, int cols,
+                         const std::vector<Heatmap>& panels, int panel_px = 420);
+std::string lines(const std::string& png_path, const LinePlot& p, int width = 900, int height = 600);
+std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
+std::string histogram(const std::string& png_path, const Histogram& h, int width = 900, int height = 600);
+std::string surface(const std::string& png_path, const Surface& s, int width = 900, int height = 700);
+
+}  // namespace sa::plot

@@ -1,0 +1,45 @@
+// Printing that reads like the book: numbered steps, shapes the way PyTorch
+// prints them, and tensors formatted like torch's print (fixed precision,
+// aligned columns, "..." for the middle of large tensors).
+#pragma once
+
+#include "sa/tensor.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sa {
+
+struct PrintOptions {
+  int precision = 4;     // digits after the point, like torch's default
+  int64_t max_rows = 12; // more rows than this: first and last `edge` rows
+  int64_t max_cols = 8;  // more columns than this: first and last `edge` columns
+  int64_t edge = 3;
+  int indent = 4;
+};
+
+// "== Chapter 1: from words to Q, K and V ==" with a rule under it.
+void chapter_title(std::string_view title);
+// "Step 3. Project X into queries, keys and values"
+void step(int number, std::string_view title);
+// An explanation, word-wrapped at 78 columns and indented.
+void say(std::string_view text);
+// A blank line.
+void gap();
+
+// The values of a matrix in torch's style, without the name.
+std::string format_matrix(const Matrix& m, const PrintOptions& opt = {});
+// "Q  shape (1, 6, 64)" followed by the values. `shown` is the shape to print
+// when the matrix stands for a larger tensor (batch 1: (1, 6, 64)).
+void print_tensor(std::string_view name, const Matrix& m, const Shape& shown = {}, const PrintOptions& opt = {});
+// "Q  shape (1, 6, 64)" only.
+void print_shape(std::string_view name, const Shape& shape, std::string_view comment = "");
+// A matrix with labels on rows and columns, for attention-like matrices.
+void print_labelled(std::string_view name, const Matrix& m, const std::vector<std::string>& row_labels,
+                    const std::vector<std::string>& col_labels, const PrintOptions& opt = {});
+
+// One number the way format_matrix writes it ("-0.1234", "-inf", "nan").
+std::string format_value(double v, int precision = 4);
+
+}  // namespace sa

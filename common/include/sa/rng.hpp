@@ -1,0 +1,64 @@
+// The project's only source of randomness: a generator that reproduces
+// PyTorch's CPU generator bit for bit, so that
+//     torch.manual_seed(s); torch.randn(3, 4)
+// and
+//     sa::Generator g(s); g.randn(3, 4)
+// print the same float32 numbers. Never use std::*_distribution: their
+// output differs between standard libraries.
+#pragma once
+
+#include "sa/tensor.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace sa {
+
+class Generator {
+ public:
+  // The seed of a new torch.Generator(). (A fresh Python process seeds its
+  // global generator from the OS instead, so always seed explicitly.) Only
+  // the low 32 bits reach the Mersenne Twister, as in PyTorch: seeds 5 and
+  // 2^32 + 5 give the same stream.
+  static constexpr uint64_t kDefaultSeed = 67280421310721ULL;
+
+  explicit Generator(uint64_t seed = kDefaultSeed);
+
+  // torch.manual_seed(seed): restarts the stream and forgets any cached
+  // normal sample.
+  void manual_seed(uint64_t seed);
+  uint64_t initial_seed() const { return seed_; }
+
+  // Raw draws of the underlying mt19937.
+  uint32_t random();
+  uint64_t random64();  // two draws, the first is the high word
+
+  // Fill a contiguous float buffer exactly as the PyTorch call would fill a
+  // contiguous float32 tensor of n elements.
+  void rand(float* out, int64_t n);                                // torch.rand
+  void uniform_(float* out, int64_t n, double from, double to);    // Tensor.uniform_
+  void normal_(float* out, int64_t n, double mean = 0.0, double std = 1.0);  // Tensor.normal_, torch.randn
+
+  // Convenience: a fresh (rows, cols) matrix, same draws as the 2-D tensor.
+  Matrix rand(int64_t rows, int64_t cols);
+  Matrix randn(int64_t rows, int64_t cols);
+  Matrix uniform(int64_t rows, int64_t cols, double from, double to);
+
+  // torch.randint(low, high, (n,)) with dtype int64, and torch.randperm(n).
+  std::vector<int64_t> randint(int64_t low, int64_t high, int64_t n);
+  std::vector<int64_t> randperm(int64_t n);
+
+ private:
+  void seed_engine(uint32_t seed);
+  uint32_t next_mt();
+  double normal_double();  // one sample of at::normal_distribution<double>
+
+  uint64_t seed_ = kDefaultSeed;
+  std::array<uint32_t, 624> mt_{};
+  int mti_ = 624;
+  std::optional<double> next_double_normal_;
+};
+
+}  // namespace sa

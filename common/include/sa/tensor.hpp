@@ -1,0 +1,57 @@
+// Tensors of the book: row-major Eigen matrices for the math, and a
+// contiguous 4-D tensor for (batch, heads, seq, d_k) with 2-D views.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+// float32, like PyTorch's default dtype, so fixtures compare like for like.
+// Row-major so a token is a row and `X * W_q` reads like the book.
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowVector = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+using MatrixMap = Eigen::Map<Matrix>;
+using ConstMatrixMap = Eigen::Map<const Matrix>;
+
+using Shape = std::vector<int64_t>;
+
+// "(1, 4, 6, 16)", the way PyTorch prints torch.Size.
+std::string shape_str(const Shape& shape);
+std::string shape_str(const Matrix& m);  // "(rows, cols)"
+
+int64_t numel(const Shape& shape);
+
+// A contiguous (batch, heads, seq, d) tensor. view(b, h) is a (seq, d)
+// matrix over the same storage: splitting into heads never copies.
+class Tensor4 {
+ public:
+  Tensor4() = default;
+  Tensor4(int64_t batch, int64_t heads, int64_t seq, int64_t d, float fill = 0.0f);
+
+  int64_t batch() const { return shape_[0]; }
+  int64_t heads() const { return shape_[1]; }
+  int64_t seq() const { return shape_[2]; }
+  int64_t dim() const { return shape_[3]; }
+  const Shape& shape() const { return shape_; }
+
+  MatrixMap view(int64_t b, int64_t h);
+  ConstMatrixMap view(int64_t b, int64_t h) const;
+
+  float& operator()(int64_t b, int64_t h, int64_t s, int64_t d);
+  float operator()(int64_t b, int64_t h, int64_t s, int64_t d) const;
+
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+  int64_t size() const { return static_cast<int64_t>(data_.size()); }
+
+ private:
+  Shape shape_{0, 0, 0, 0};
+  std::vector<float> data_;
+};
+
+}  // namespace sa

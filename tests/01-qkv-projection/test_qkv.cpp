@@ -1,0 +1,134 @@
+// Hidden suite of chapter 1: embed, positional_encoding, linear, project_qkv.
+// Values come from PyTorch (tests/reference/ch01_qkv_projection.py).
+#include "01-qkv-projection/qkv.hpp"
+
+#include "sa/nn.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("01-qkv-projection.txt");
+  return f;
+}
+
+Linear fixture_linear(const std::string& prefix) {
+  Linear layer;
+  layer.W = fx().matrix(prefix + ".W");
+  if (fx().has(prefix + ".b")) layer.b = RowVector(fx().matrix(prefix + ".b"));
+  return layer;
+}
+
+}  // namespace
+
+TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
+  const Matrix table = fx().matrix("embed.table");
+  const auto& ids = fx().i64("embed.ids");
+  const Matrix X = embed(table, ids);
+  // A lookup copies: bit for bit, no arithmetic.
+  require_close("embed(table, ids)", X, fx().matrix("embed.out"), kBitExact);
+}
+
+TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
+  const Matrix table = Matrix::Zero(4, 3);
+  CHECK_THROWS_AS(embed(table, {0, 4}), std::out_of_range);
+  CHECK_THROWS_AS(embed(table, {-1}), std::out_of_range);
+  require_shape("embed(table, {})", embed(table, {}), 0, 3);
+}
+
+TEST_CASE("positional_encoding: matches the sinusoid formula", "[ch01][positional_encoding]") {
+  // The fixture is computed in float64 and rounded once; float32 sin/cos of
+  // angles up to 50 rad may differ in the last bits, hence elementwise.
+  require_close("positional_encoding(50, 64)", positional_encoding(50, 64), fx().matrix("pe.50x64"), kElementwise);
+  require_close("positional_encoding(7, 7) (odd d_model)", positional_encoding(7, 7), fx().matrix("pe.7x7"),
+                kElementwise);
+  require_close("positional_encoding(1, 1)", positional_encoding(1, 1), fx().matrix("pe.1x1"), kElementwise);
+}
+
+TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encoding]") {
+  const Matrix PE = positional_encoding(4, 4);
+  require_shape("positional_encoding(4, 4)", PE, 4, 4);
+  // Position 0: sin 0 = 0 and cos 0 = 1 in every pair.
+  CHECK(PE(0, 0) == 0.0f);
+  CHECK(PE(0, 1) == 1.0f);
+  CHECK(PE(0, 3) == 1.0f);
+  // Columns 0 and 1 have frequency 1: PE[2, 0] = sin 2, PE[2, 1] = cos 2.
+  CHECK(PE(2, 0) == Approx(std::sin(2.0)).margin(1e-6));
+  CHECK(PE(2, 1) == Approx(std::cos(2.0)).margin(1e-6));
+  // Columns 2 and 3 have frequency 1/10000^(2/4) = 1/100.
+  CHECK(PE(3, 2) == Approx(std::sin(0.03)).margin(1e-6));
+  CHECK(PE(3, 3) == Approx(std::cos(0.03)).margin(1e-6));
+}
+
+TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
+  const Matrix X = fx().matrix("lin.X");
+  Linear layer = fixture_linear("lin");
+  require_close("linear(X, W, b)", linear(X, layer), fx().matrix("lin.Y"), kFloat32);
+  layer.b.reset();
+  require_close("linear(X, W) without bias", linear(X, layer), fx().matrix("lin.Y_nobias"), kFloat32);
+}
+
+TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
+  Linear layer{Matrix::Ones(3, 2), std::nullopt};
+  CHECK_THROWS_AS(linear(Matrix::Ones(4, 5), layer), std::invalid_argument);
+  layer.b = RowVector::Ones(3);  // W has 2 outputs
+  CHECK_THROWS_AS(linear(Matrix::Ones(4, 3), layer), std::invalid_argument);
+}
+
+TEST_CASE("project_qkv: the tutorial's d_model 8, d_k 4 example", "[ch01][project_qkv]") {
+  const Matrix X = fx().matrix("small.X");
+  Linear W_q = fixture_linear("small.W_q"), W_k = fixture_linear("small.W_k"), W_v = fixture_linear("small.W_v");
+  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  require_close("Q", qkv.Q, fx().matrix("small.Q"), kFloat32);
+  require_close("K", qkv.K, fx().matrix("small.K"), kFloat32);
+  require_close("V", qkv.V, fx().matrix("small.V"), kFloat32);
+  W_q.b.reset();
+  W_k.b.reset();
+  W_v.b.reset();
+  const QKV no_bias = project_qkv(X, W_q, W_k, W_v);
+  require_close("Q without bias", no_bias.Q, fx().matrix("small.Q_nobias"), kFloat32);
+  require_close("K without bias", no_bias.K, fx().matrix("small.K_nobias"), kFloat32);
+  require_close("V without bias", no_bias.V, fx().matrix("small.V_nobias"), kFloat32);
+}
+
+TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][project_qkv]") {
+  // The chapter program's path: tokens -> ids -> embedding + PE -> Q, K, V,
+  // with every parameter drawn from the generator in PyTorch's order.
+  const auto tokens = tokenize("the cat sat on the mat");
+  const Vocabulary vocab(tokens);
+  const auto ids = vocab.ids(tokens);
+  CHECK(ids == fx().i64("run.ids"));
+
+  Generator gen(42);
+  const Matrix table = make_embedding(gen, vocab.size(), 64);
+  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
+  require_close("embedding table", table, fx().matrix("run.table"), kBitExact);
+  require_close("W_q", W_q.W, fx().matrix("run.W_q.W"), kBitExact);
+  require_close("b_v", Matrix(*W_v.b), fx().matrix("run.W_v.b"), kBitExact);
+
+  const Matrix E = embed(table, ids);
+  const Matrix X = E + positional_encoding(int64_t(ids.size()), 64);
+  require_close("X = E + PE", X, fx().matrix("run.X"), kElementwise);
+  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  require_close("Q", qkv.Q, fx().matrix("run.Q"), kFloat32);
+  require_close("K", qkv.K, fx().matrix("run.K"), kFloat32);
+  require_close("V", qkv.V, fx().matrix("run.V"), kFloat32);
+  // Scores reach ~10 in magnitude over 64-term sums: float32 ordering
+  // differences stay below 1e-4 relative.
+  const Matrix scores = qkv.Q * qkv.K.transpose();
+  require_close("Q Kᵀ", scores, fx().matrix("run.scores"), kFloat32);
+  // The two "the"s share an embedding row; the positional encoding is
+  // what tells them apart.
+  CHECK(E.row(0) == E.row(4));
+  CHECK(X.row(0) != X.row(4));
+}

@@ -1,0 +1,168 @@
+// Tests of the common library: shapes, tensors, printing, the command line,
+// tokenizing, parameter initialisation and the not-implemented message.
+#include "sa/cli.hpp"
+#include "sa/exercise.hpp"
+#include "sa/nn.hpp"
+#include "sa/print.hpp"
+#include "sa/tensor.hpp"
+#include "sa/text.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace sa;
+
+TEST_CASE("shape_str prints shapes the way PyTorch prints torch.Size", "[common][tensor]") {
+  CHECK(shape_str(Shape{1, 4, 6, 16}) == "(1, 4, 6, 16)");
+  CHECK(shape_str(Shape{6}) == "(6,)");
+  CHECK(shape_str(Shape{}) == "()");
+  CHECK(shape_str(Matrix(6, 64)) == "(6, 64)");
+  CHECK(numel(Shape{1, 4, 6, 16}) == 384);
+}
+
+TEST_CASE("Tensor4 views share storage: splitting heads never copies", "[common][tensor]") {
+  Tensor4 t(2, 3, 4, 5);
+  for (int64_t i = 0; i < t.size(); ++i) t.data()[i] = float(i);
+  // Element (b, h, s, d) sits at ((b*H + h)*S + s)*D + d, row-major.
+  CHECK(t(1, 2, 3, 4) == float(t.size() - 1));
+  CHECK(t(0, 1, 0, 0) == 20.0f);
+  auto v = t.view(1, 2);
+  CHECK(v.rows() == 4);
+  CHECK(v.cols() == 5);
+  CHECK(v(0, 0) == t(1, 2, 0, 0));
+  CHECK(v(3, 1) == t(1, 2, 3, 1));
+  v(2, 2) = -7.0f;  // writes through to the tensor
+  CHECK(t(1, 2, 2, 2) == -7.0f);
+  CHECK(v.data() == t.data() + (1 * 3 + 2) * 4 * 5);
+  CHECK_THROWS_AS(Tensor4(1, -1, 2, 2), std::invalid_argument);
+}
+
+TEST_CASE("format_matrix: fixed precision, aligned, summarised like torch", "[common][print]") {
+  Matrix m(2, 2);
+  m << 1.0f, -0.5f, 0.25f, 2.0f;
+  CHECK(format_matrix(m, {.indent = 0}) == "[[ 1.0000, -0.5000],\n [ 0.2500,  2.0000]]\n");
+  Matrix big = Matrix::Zero(20, 20);
+  const std::string s = format_matrix(big, {.indent = 0});
+  CHECK(s.find("...") != std::string::npos);
+  // 3 + 1 + 3 printed rows.
+  CHECK(std::count(s.begin(), s.end(), '\n') == 7);
+  Matrix special(1, 3);
+  special << -std::numeric_limits<float>::infinity(), std::nanf(""), 0.0f;
+  CHECK(format_matrix(special, {.indent = 0}) == "[[  -inf,    nan, 0.0000]]\n");
+  Matrix tiny(1, 2);
+  tiny << 1e-6f, 2e-6f;  // would print as 0.0000 in fixed point
+  CHECK(format_matrix(tiny, {.indent = 0}) == "[[1.0000e-06, 2.0000e-06]]\n");
+  Matrix huge(1, 2);
+  huge << 1e7f, 1.0f;
+  CHECK(format_matrix(huge, {.indent = 0}).find("1.0000e+07") != std::string::npos);
+  Matrix mixed(1, 2);
+  mixed << 1e-5f, 2.0f;  // a wide range alone stays in fixed point
+  CHECK(format_matrix(mixed, {.indent = 0}) == "[[0.0000, 2.0000]]\n");
+}
+
+namespace {
+// argv from a list of strings, with the program name first.
+struct Args {
+  std::vector<std::string> words;
+  std::vector<char*> ptrs;
+  explicit Args(std::vector<std::string> w) : words(std::move(w)) {
+    words.insert(words.begin(), "prog");
+    for (auto& s : words) ptrs.push_back(s.data());
+  }
+  int argc() { return int(ptrs.size()); }
+  char** argv() { return ptrs.data(); }
+};
+
+std::string usage_error(std::vector<std::string> words) {
+  Cli cli("00-test", "test");
+  int64_t d_model = 64;
+  double temperature = 1.0;
+  cli.add("--d-model", &d_model, "width");
+  cli.add("--temperature", &temperature, "temperature", RealRange{.min = 0.0, .min_open = true});
+  Args a(std::move(words));
+  try {
+    cli.parse(a.argc(), a.argv());
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("Cli: values are parsed and checked", "[common][cli]") {
+  Cli cli("00-test", "test");
+  int64_t d_model = 64;
+  double p = 0.1;
+  std::string text = "x";
+  cli.add("--d-model", &d_model, "width");
+  cli.add("--p", &p, "dropout", RealRange{0.0, 1.0});
+  cli.add("--text", &text, "text");
+  Args a({"--d-model", "32", "--p=0.5", "--text", "the cat", "--seed", "7", "--no-plots"});
+  cli.parse(a.argc(), a.argv());
+  CHECK(d_model == 32);
+  CHECK(p == 0.5);
+  CHECK(text == "the cat");
+  CHECK(cli.seed == 7);
+  CHECK_FALSE(cli.plots);
+}
+
+TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][cli]") {
+  CHECK(usage_error({"--d-model", "0"}) == "--d-model must be an integer >= 1, got '0'");
+  CHECK(usage_error({"--d-model", "abc"}) == "--d-model must be an integer >= 1, got 'abc'");
+  CHECK(usage_error({"--d-model", "-3"}) == "--d-model must be an integer >= 1, got '-3'");
+  CHECK(usage_error({"--d-model", "12x"}) == "--d-model must be an integer >= 1, got '12x'");
+  CHECK(usage_error({"--d-model"}) == "--d-model needs a value (see --help)");
+  CHECK(usage_error({"--temperature", "0"}) == "--temperature must be a number > 0, got '0'");
+  CHECK(usage_error({"--temperature", "nan"}) == "--temperature must be a number > 0, got 'nan'");
+  CHECK(usage_error({"--bogus"}) == "unknown option '--bogus' (see --help)");
+  CHECK(usage_error({"--seed", "-1"}) == "--seed must be a non-negative integer, got '-1'");
+  CHECK(usage_error({"--no-plots=1"}) == "--no-plots takes no value, got '1'");
+  CHECK(usage_error({"--d-model", "8"}).empty());
+}
+
+TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {
+  CHECK(run_program("00-test", [] {}) == 0);
+  CHECK(run_program("00-test", [] { throw UsageError("bad"); }) == 2);
+  CHECK(run_program("00-test", [] { throw std::invalid_argument("bad"); }) == 2);
+  CHECK(run_program("00-test", [] { SA_TODO("f", "h"); }) == 3);
+  CHECK(run_program("00-test", [] { throw std::runtime_error("x"); }) == 1);
+}
+
+TEST_CASE("tokenize and Vocabulary: first-appearance ids", "[common][text]") {
+  const auto tokens = tokenize("The cat sat on  the\tmat");
+  CHECK(tokens == std::vector<std::string>{"the", "cat", "sat", "on", "the", "mat"});
+  const Vocabulary v(tokens);
+  CHECK(v.size() == 5);
+  CHECK(v.ids(tokens) == std::vector<int64_t>{0, 1, 2, 3, 0, 4});
+  CHECK(v.word(4) == "mat");
+  CHECK_THROWS_AS(v.id("dog"), UsageError);
+  CHECK_THROWS_AS(tokenize("   "), UsageError);
+}
+
+TEST_CASE("make_linear draws within nn.Linear's bound, in (d_in, d_out) layout", "[common][nn]") {
+  Generator gen(0);
+  const Linear l = make_linear(gen, 16, 3);
+  REQUIRE(l.W.rows() == 16);
+  REQUIRE(l.W.cols() == 3);
+  REQUIRE(l.b.has_value());
+  // kaiming_uniform with a = sqrt(5) gives the bound 1/sqrt(fan_in) = 0.25.
+  CHECK(l.W.cwiseAbs().maxCoeff() <= 0.25f);
+  CHECK(l.W.cwiseAbs().maxCoeff() > 0.15f);
+  CHECK(l.b->cwiseAbs().maxCoeff() <= 0.25f);
+  CHECK(l.parameter_count() == 16 * 3 + 3);
+  CHECK_FALSE(make_linear(gen, 4, 4, false).b.has_value());
+}
+
+TEST_CASE("NotImplemented names the function and the file to edit", "[common][exercise]") {
+  try {
+    not_implemented("linear", "/home/reader/book/exercises/01-qkv-projection/qkv.cpp", "X * W");
+    FAIL("not_implemented returned");
+  } catch (const NotImplemented& e) {
+    CHECK(std::string(e.what()) == "not implemented yet: linear (edit exercises/01-qkv-projection/qkv.cpp)");
+    CHECK(e.function() == "linear");
+    CHECK(e.hint() == "X * W");
+  }
+}

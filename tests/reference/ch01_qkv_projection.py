@@ -1,0 +1,96 @@
+"""Golden values for chapter 1 (qkv-projection), made with PyTorch.
+
+The C++ chapter draws its parameters in this same order from a generator
+seeded the same way, so its numbers must match these.
+"""
+import math
+
+import torch
+import torch.nn as nn
+
+from fixtures import write_fixtures
+
+torch.set_printoptions(precision=6)
+out = {}
+
+
+def sinusoidal(seq_len, d_model):
+    # Computed in float64 and rounded once: the exact value the C++ aims for.
+    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+    for pos in range(seq_len):
+        for j in range(d_model):
+            angle = pos / (10000.0 ** ((j - j % 2) / d_model))
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe.float()
+
+
+def linear_params(prefix, layer):
+    # The book stores W = weight.T, (d_in, d_out).
+    out[prefix + ".W"] = layer.weight.detach().t().contiguous()
+    if layer.bias is not None:
+        out[prefix + ".b"] = layer.bias.detach().clone()
+
+
+# --- The running example: "the cat sat on the mat", seed 42, d_model 64 ----
+torch.manual_seed(42)
+words = "the cat sat on the mat".split()
+vocab = list(dict.fromkeys(words))            # first-appearance order
+ids = torch.tensor([vocab.index(w) for w in words])
+d_model, d_k = 64, 64
+embedding = nn.Embedding(len(vocab), d_model)  # weight ~ N(0, 1)
+W_q = nn.Linear(d_model, d_k)
+W_k = nn.Linear(d_model, d_k)
+W_v = nn.Linear(d_model, d_k)
+with torch.no_grad():
+    E = embedding(ids)
+    PE = sinusoidal(len(words), d_model)
+    X = E + PE
+    Q, K, V = W_q(X), W_k(X), W_v(X)
+    scores = Q @ K.T
+out["run.ids"] = ids
+out["run.table"] = embedding.weight.detach().clone()
+linear_params("run.W_q", W_q)
+linear_params("run.W_k", W_k)
+linear_params("run.W_v", W_v)
+out["run.E"] = E
+out["run.PE"] = PE
+out["run.X"] = X
+out["run.Q"], out["run.K"], out["run.V"] = Q, K, V
+out["run.scores"] = scores
+
+# --- The small example of the tutorial: d_model 8, d_k 4 -------------------
+torch.manual_seed(42)
+X_small = torch.tensor([
+    [0.1, 0.2, -0.1, 0.3, 0.4, -0.2, 0.1, 0.0],   # "the"
+    [0.3, -0.1, 0.5, 0.2, 0.1, 0.4, -0.3, 0.2],   # "cat"
+    [-0.2, 0.4, 0.1, -0.3, 0.5, 0.1, 0.2, -0.1],  # "sat"
+])
+small = [nn.Linear(8, 4) for _ in range(3)]
+with torch.no_grad():
+    for name, layer in zip(["W_q", "W_k", "W_v"], small):
+        linear_params("small." + name, layer)
+        out["small." + name[-1].upper() + "_nobias"] = X_small @ layer.weight.t()
+        out["small." + name[-1].upper()] = layer(X_small)
+out["small.X"] = X_small
+
+# --- Positional encodings of other sizes -----------------------------------
+out["pe.50x64"] = sinusoidal(50, 64)
+out["pe.7x7"] = sinusoidal(7, 7)      # odd d_model: the last column is a sine
+out["pe.1x1"] = sinusoidal(1, 1)
+
+# --- embed with repeated ids, and linear on a batch of shapes --------------
+torch.manual_seed(7)
+table = torch.randn(10, 12)
+some_ids = torch.tensor([3, 0, 9, 3, 3, 7])
+out["embed.table"], out["embed.ids"], out["embed.out"] = table, some_ids, table[some_ids]
+
+torch.manual_seed(8)
+X_lin = torch.randn(9, 16)
+lin = nn.Linear(16, 5)
+with torch.no_grad():
+    linear_params("lin", lin)
+    out["lin.X"] = X_lin
+    out["lin.Y"] = lin(X_lin)
+    out["lin.Y_nobias"] = X_lin @ lin.weight.t()
+
+write_fixtures("01-qkv-projection.txt", out, __doc__)

@@ -1,0 +1,43 @@
+"""Writes golden values in the format tests/support/fixtures.hpp reads.
+
+    @ <name> <f32|i64> <dim0> <dim1> ...
+    <values>
+
+float32 values get 9 significant digits, enough to round-trip every float32
+exactly, so the C++ side can compare bit for bit where that is the claim.
+"""
+import os
+
+import torch
+
+FIXTURES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+def _format(value, is_float):
+    if not is_float:
+        return str(int(value))
+    return "%.9g" % value
+
+
+def write_fixtures(file_name, tensors, comment=""):
+    """tensors: dict name -> torch.Tensor (float32 or int64), written in order."""
+    path = os.path.normpath(os.path.join(FIXTURES_DIR, file_name))
+    with open(path, "w") as out:
+        out.write("# Made by tests/reference/%s with PyTorch %s. Do not edit by hand.\n"
+                  % (os.path.basename(__import__("__main__").__file__), torch.__version__))
+        for line in comment.strip().splitlines():
+            out.write("# %s\n" % line)
+        for name, t in tensors.items():
+            t = t.detach().cpu().contiguous()
+            if t.dtype == torch.float32:
+                is_float, dtype = True, "f32"
+            elif t.dtype == torch.int64:
+                is_float, dtype = False, "i64"
+            else:
+                raise TypeError("%s: dtype %s not supported" % (name, t.dtype))
+            dims = " ".join(str(d) for d in t.shape)
+            out.write("@ %s %s %s\n" % (name, dtype, dims))
+            values = t.reshape(-1).tolist()
+            for start in range(0, len(values), 8):
+                out.write(" ".join(_format(v, is_float) for v in values[start:start + 8]) + "\n")
+    print("wrote", os.path.relpath(path))

@@ -1,0 +1,40 @@
+// Comparisons that say what differs. Each REQUIREs inside, so a failing one
+// stops the test case with a single line:
+//   Q: largest error 3.1e-03 at [2, 5] (got 0.1234, expected 0.1265);
+//   tolerance 1e-05 + 1e-04 * |expected|
+//
+// Tolerance policy (also in tests/README.md):
+//   kBitExact   0 + 0        the generator, and anything copied, not computed
+//   kElementwise 1e-6 + 1e-5 one float op per element (add, scale, exp)
+//   kFloat32     1e-5 + 1e-4 float32 sums whose order differs from PyTorch's
+//                            (matrix products, softmax, reductions)
+// Values of order 1 and dot products of at most a few hundred terms keep
+// float32 rounding well below kFloat32; a wrong index, sign or transpose
+// moves values by order 1, far above it.
+#pragma once
+
+#include "sa/tensor.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace sa::test {
+
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+inline constexpr Tolerance kBitExact{0.0, 0.0};
+inline constexpr Tolerance kElementwise{1e-6, 1e-5};
+inline constexpr Tolerance kFloat32{1e-5, 1e-4};
+
+// Shapes first (a wrong shape says "shape (6, 4), expected (6, 8)"), then
+// every element: |actual - expected| <= atol + rtol * |expected|. NaN equals
+// only NaN and an infinity only the same infinity.
+void require_close(std::string_view what, const Matrix& actual, const Matrix& expected, Tolerance tol);
+void require_close(std::string_view what, const std::vector<float>& actual, const std::vector<float>& expected,
+                   Tolerance tol);
+void require_shape(std::string_view what, const Matrix& actual, int64_t rows, int64_t cols);
+void require_shape(std::string_view what, const Shape& actual, const Shape& expected);
+
+}  // namespace sa::test
