@@ -90,6 +90,7 @@ void run(int argc, char** argv) {
   cli.add("--d-model", &o.d_model, "width of a token vector", IntRange{1, 4096});
   cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
   cli.parse(argc, argv);
+  const auto tokens = tokenize(o.text);  // refuses an empty text before anything prints
 
   Generator gen(cli.seed);
   Figures figures(cli);
@@ -100,7 +101,6 @@ void run(int argc, char** argv) {
 
   // ---------------------------------------------------------------------
   step(1, "Split the text into tokens and number them");
-  const auto tokens = tokenize(o.text);
   const Vocabulary vocab(tokens);
   const auto ids = vocab.ids(tokens);
   const int64_t seq_len = int64_t(tokens.size());

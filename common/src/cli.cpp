@@ -1,6 +1,7 @@
 #include "sa/cli.hpp"
 
 #include "sa/exercise.hpp"
+#include "sa/print.hpp"
 
 #include <fmt/core.h>
 
@@ -76,7 +77,9 @@ void Cli::add_flag(const std::string& flag, bool* target, const std::string& hel
 }
 
 void Cli::print_help() const {
-  fmt::print("usage: {} [options]\n\n{}\n\noptions:\n", chapter_, summary_);
+  fmt::print("usage: {} [options]\n\n", chapter_);
+  say(summary_);
+  fmt::print("\noptions:\n");
   for (const auto& o : options_) {
     const std::string lhs = o.takes_value ? o.flag + " VALUE" : o.flag;
     const std::string dflt =
