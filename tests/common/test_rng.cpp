@@ -189,7 +189,7 @@ TEST_CASE("rng: rand matches torch.rand", "[rng]") {
   }
 }
 
-TEST_CASE("rng: rand lies on the 2^-24 grid of [0, 1)", "[rng]") {
+TEST_CASE("rng: rand lies on the 2^-24 grid from 0 up to 1", "[rng]") {
   Generator g(17);
   for (float v : rand(g, 10000)) {
     REQUIRE(v >= 0.0f);
