@@ -42,3 +42,5 @@ function(sa_add_chapter number name)
 endfunction()
 
 sa_add_chapter(01 qkv-projection)
+sa_add_chapter(02 scaling)
+sa_add_chapter(03 softmax)

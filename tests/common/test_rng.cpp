@@ -256,7 +256,7 @@ TEST_CASE("rng: uniform_ matches Tensor.uniform_", "[rng]") {
   for (float v : uniform(g, 10, 0.25, 0.25)) CHECK(v == 0.25f);  // from == to is allowed
 }
 
-TEST_CASE("rng: randint matches torch.randint and respects [low, high)", "[rng]") {
+TEST_CASE("rng: randint matches torch.randint and stays in low <= x < high", "[rng]") {
   struct Range {
     const char* name;
     int64_t low, high;
