@@ -27,6 +27,17 @@ Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias) {
   return layer;
 }
 
+AttentionParams make_attention_params(Generator& gen, int64_t d_model, bool bias) {
+  // Separate statements: the order of the draws is the order of PyTorch's
+  // module definition, and function arguments have no evaluation order.
+  AttentionParams p;
+  p.W_q = make_linear(gen, d_model, d_model, bias);
+  p.W_k = make_linear(gen, d_model, d_model, bias);
+  p.W_v = make_linear(gen, d_model, d_model, bias);
+  p.W_o = make_linear(gen, d_model, d_model, bias);
+  return p;
+}
+
 Matrix make_embedding(Generator& gen, int64_t vocab, int64_t d_model) {
   if (vocab < 1 || d_model < 1) throw std::invalid_argument("make_embedding: sizes must be positive");
   return gen.randn(vocab, d_model);

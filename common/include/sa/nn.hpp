@@ -26,6 +26,16 @@ struct Linear {
 // order, then the bias from the same interval.
 Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias = true);
 
+// The four projections of a multi-head attention layer, each
+// nn.Linear(d_model, d_model), drawn in the order W_q, W_k, W_v, W_o.
+struct AttentionParams {
+  Linear W_q, W_k, W_v, W_o;
+  int64_t parameter_count() const {
+    return W_q.parameter_count() + W_k.parameter_count() + W_v.parameter_count() + W_o.parameter_count();
+  }
+};
+AttentionParams make_attention_params(Generator& gen, int64_t d_model, bool bias = true);
+
 // nn.Embedding(vocab, d_model).weight: every entry ~ N(0, 1).
 Matrix make_embedding(Generator& gen, int64_t vocab, int64_t d_model);
 

@@ -18,6 +18,9 @@ using RowVector = Eigen::Matrix<float, 1, Eigen::Dynamic>;
 using MatrixMap = Eigen::Map<Matrix>;
 using ConstMatrixMap = Eigen::Map<const Matrix>;
 
+// true = allowed, false = forbidden (masked). (seq_q, seq_k) for attention.
+using Mask = Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
 using Shape = std::vector<int64_t>;
 
 // "(1, 4, 6, 16)", the way PyTorch prints torch.Size.
