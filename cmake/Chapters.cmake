@@ -43,3 +43,4 @@ endfunction()
 
 sa_add_chapter(01 qkv-projection)
 sa_add_chapter(02 scaling)
+sa_add_chapter(03 softmax)

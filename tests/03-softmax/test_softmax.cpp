@@ -1,0 +1,398 @@
+// Hidden suite of chapter 3: softmax_rows, softmax_backward, attention,
+// row_entropy, focus. Values come from PyTorch (tests/reference/ch03_softmax.py);
+// the rest are hand-derived numbers and properties that hold for any input.
+#include "03-softmax/softmax.hpp"
+
+#include "01-qkv-projection/qkv.hpp"
+#include "sa/nn.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+const Fixtures& fx() {
+  static const Fixtures f("03-softmax.txt");
+  return f;
+}
+
+// Row sums of a float matrix, added in double so the test itself adds no
+// rounding worth mentioning.
+std::vector<double> row_sums(const Matrix& m) {
+  std::vector<double> sums;
+  for (int64_t i = 0; i < m.rows(); ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < m.cols(); ++j) s += m(i, j);
+    sums.push_back(s);
+  }
+  return sums;
+}
+
+// Every row sums to 1 within `tol`, and every entry is a finite number in [0, 1].
+void require_distributions(const std::string& what, const Matrix& w, double tol) {
+  for (int64_t i = 0; i < w.rows(); ++i)
+    for (int64_t j = 0; j < w.cols(); ++j)
+      if (!(w(i, j) >= 0.0f && w(i, j) <= 1.0f))
+        FAIL(fmt::format("{}: entry [{}, {}] = {} is not a weight in [0, 1]", what, i, j, w(i, j)));
+  const auto sums = row_sums(w);
+  for (size_t i = 0; i < sums.size(); ++i)
+    if (std::abs(sums[i] - 1.0) > tol)
+      FAIL(fmt::format("{}: row {} sums to {:.9f}, not 1 (tolerance {:.0e})", what, i, sums[i], tol));
+  SUCCEED();
+}
+
+// The softmax of one row in double precision: the yardstick the finite
+// differences are taken on (independent of the code under test).
+std::vector<double> softmax_double(const std::vector<double>& x) {
+  double m = -INFINITY;
+  for (double v : x) m = std::max(m, v);
+  std::vector<double> p(x.size());
+  double sum = 0;
+  for (size_t j = 0; j < x.size(); ++j) sum += p[j] = std::exp(x[j] - m);
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// Row-wise softmax_double of a matrix, rounded to float: weights P for the
+// backward tests that do not depend on the reader's softmax_rows.
+Matrix softmax_reference(const Matrix& X) {
+  Matrix P(X.rows(), X.cols());
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const auto p = softmax_double(std::vector<double>(X.row(i).data(), X.row(i).data() + X.cols()));
+    for (int64_t j = 0; j < X.cols(); ++j) P(i, j) = float(p[size_t(j)]);
+  }
+  return P;
+}
+
+std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+// ===========================================================================
+// softmax_rows
+// ===========================================================================
+
+TEST_CASE("softmax_rows: matches torch.softmax(x, dim=-1)", "[ch03][softmax_rows]") {
+  // exp of order-1 values then one division: float32 results differ from
+  // PyTorch's vectorised exp by a few ulps, far inside kFloat32.
+  require_close("softmax_rows(X) (7 x 13, two rows with -inf)", softmax_rows(fx().matrix("sm.X")),
+                fx().matrix("sm.P"), kFloat32);
+  require_close("softmax_rows(X) (10 x 50, cross-attention shape)", softmax_rows(fx().matrix("sm.cross.X")),
+                fx().matrix("sm.cross.P"), kFloat32);
+  require_close("softmax_rows(X) (logits of +-1e4 and +-1e30)", softmax_rows(fx().matrix("sm.extreme.X")),
+                fx().matrix("sm.extreme.P"), kFloat32);
+}
+
+TEST_CASE("softmax_rows: every row sums to 1", "[ch03][softmax_rows]") {
+  // Each weight carries a relative rounding error of about 2^-24; a float32
+  // sum of n <= 200 terms adds at most ~n * 2^-24 = 1.2e-5 in the very worst
+  // case and ~sqrt(n) * 2^-24 = 1e-6 in practice. 2e-5 allows a float sum
+  // and is still 10^4 times smaller than forgetting to normalise.
+  Generator gen(11);
+  for (auto [rows, cols, spread] : {std::tuple{6, 6, 1.0f}, std::tuple{10, 50, 3.0f}, std::tuple{4, 200, 10.0f},
+                                    std::tuple{5, 1, 1.0f}, std::tuple{1, 2, 30.0f}}) {
+    const Matrix X = gen.randn(rows, cols) * spread;
+    require_distributions(fmt::format("softmax_rows of a ({}, {}) matrix", rows, cols), softmax_rows(X), 2e-5);
+  }
+}
+
+TEST_CASE("softmax_rows: adding a constant to a row changes nothing", "[ch03][softmax_rows]") {
+  // softmax(x + c) = softmax(x). Rounding x + c to float moves a logit by at
+  // most half an ulp of |x + c| (3.8e-6 at 110), which moves a weight by
+  // under 1e-5 relative: inside kFloat32. At c = 100 a softmax that skips
+  // the max subtraction overflows (exp(110) > 3.4e38) and returns NaN.
+  const Matrix X = Generator(12).randn(5, 11) * 3.0f;
+  const Matrix P = softmax_rows(X);
+  for (float c : {-7.5f, 40.0f, 100.0f}) {
+    const Matrix shifted = X.array() + c;
+    require_close(fmt::format("softmax_rows(X + {})", c), softmax_rows(shifted), P, kFloat32);
+  }
+  // A different constant per row is still a constant within each row.
+  Matrix per_row = X;
+  for (int64_t i = 0; i < X.rows(); ++i) per_row.row(i).array() += float(20 * i - 30);
+  require_close("softmax_rows(X + a different constant per row)", softmax_rows(per_row), P, kFloat32);
+}
+
+TEST_CASE("softmax_rows: logits of +-1e4 and +-1e30 give finite one-hot or uniform rows", "[ch03][softmax_rows]") {
+  Matrix X(5, 4);
+  X << 1e4f, 0.0f, -1e4f, 5.0f,        // one logit far above the rest: one-hot
+      1e30f, 1e30f, -1e30f, 0.0f,      // two equal giants: half and half
+      -1e30f, -1e30f, -1e30f, -1e30f,  // all equal, however negative: uniform
+      1e4f, 1e4f, 1e4f, 1e4f,          // all equal and large: uniform
+      -1e4f, -9999.0f, -9998.0f, -9997.0f;  // only differences matter: softmax(0, 1, 2, 3)
+  const Matrix P = softmax_rows(X);
+  for (int64_t i = 0; i < P.size(); ++i)
+    if (!std::isfinite(P.data()[i])) FAIL(fmt::format("softmax_rows: entry {} is {}, not finite", i, P.data()[i]));
+  // exp(-1e4) and exp(-2e30) are exactly 0 in float32 and exp(0) is exactly 1,
+  // so these rows are exact up to the rounding of 1/3-style divisions.
+  const double z = 1 + std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  Matrix expected(5, 4);
+  expected << 1, 0, 0, 0,  //
+      0.5f, 0.5f, 0, 0,    //
+      0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f,  //
+      float(1 / z), float(std::exp(1.0) / z), float(std::exp(2.0) / z), float(std::exp(3.0) / z);
+  require_close("softmax_rows of extreme logits", P, expected, kElementwise);
+}
+
+TEST_CASE("softmax_rows: a -inf entry gets exactly zero weight", "[ch03][softmax_rows]") {
+  Matrix X(2, 4);
+  X << 0.5f, -kInf, 1.5f, -0.25f,  //
+      -kInf, 2.0f, -kInf, -kInf;
+  const Matrix P = softmax_rows(X);
+  // Exactly 0, not merely small: chapter 5's masks rely on it.
+  CHECK(P(0, 1) == 0.0f);
+  CHECK(P(1, 0) == 0.0f);
+  CHECK(P(1, 2) == 0.0f);
+  CHECK(P(1, 3) == 0.0f);
+  CHECK(P(1, 1) == 1.0f);
+  // The others are the softmax of what is left, [0.5, 1.5, -0.25].
+  const auto rest = softmax_double({0.5, 1.5, -0.25});
+  Matrix expected(1, 3);
+  expected << float(rest[0]), float(rest[1]), float(rest[2]);
+  Matrix got(1, 3);
+  got << P(0, 0), P(0, 2), P(0, 3);
+  require_close("softmax_rows([0.5, -inf, 1.5, -0.25]) without the masked entry", got, expected, kElementwise);
+}
+
+TEST_CASE("softmax_rows: a row that is all -inf gives zeros, not NaN", "[ch03][softmax_rows]") {
+  // The book's choice (PyTorch 1.13 returns NaN here): a query allowed to
+  // see nothing attends to nothing.
+  Matrix X(3, 4);
+  X << 1.0f, 2.0f, 3.0f, 4.0f,  //
+      -kInf, -kInf, -kInf, -kInf,  //
+      0.0f, -kInf, 0.0f, -kInf;
+  const Matrix P = softmax_rows(X);
+  Matrix expected(3, 4);
+  const auto first = softmax_double({1, 2, 3, 4});
+  expected << float(first[0]), float(first[1]), float(first[2]), float(first[3]),  //
+      0, 0, 0, 0,                                                                  //
+      0.5f, 0, 0.5f, 0;
+  require_close("softmax_rows with an all -inf row", P, expected, kElementwise);
+  Matrix one(1, 1);
+  one << -kInf;
+  require_close("softmax_rows([[-inf]])", softmax_rows(one), Matrix::Zero(1, 1), kBitExact);
+}
+
+TEST_CASE("softmax_rows: NaN and +inf are refused", "[ch03][softmax_rows]") {
+  Matrix X = Matrix::Zero(2, 3);
+  X(1, 2) = kNaN;
+  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  X(1, 2) = kInf;
+  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  X(1, 2) = 0.0f;
+  X(0, 0) = kNaN;
+  X(0, 1) = -kInf;  // a NaN hidden among masked entries is still a NaN
+  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+}
+
+// ===========================================================================
+// softmax_backward
+// ===========================================================================
+
+TEST_CASE("softmax_backward: matches PyTorch autograd", "[ch03][softmax_backward]") {
+  // dX = autograd.grad((softmax(X) * dY).sum(), X). One dot product of at
+  // most 50 terms per row: float32 rounding far inside kFloat32.
+  require_close("softmax_backward(P, dY) (6 x 9)", softmax_backward(fx().matrix("bw.P"), fx().matrix("bw.dY")),
+                fx().matrix("bw.dX"), kFloat32);
+  require_close("softmax_backward(P, dY) (10 x 50)",
+                softmax_backward(fx().matrix("bw.cross.P"), fx().matrix("bw.cross.dY")), fx().matrix("bw.cross.dX"),
+                kFloat32);
+}
+
+TEST_CASE("softmax_backward: agrees with central finite differences", "[ch03][softmax_backward]") {
+  // L(X) = sum_ij dY_ij softmax(X)_ij; dL/dX_ij by central differences on a
+  // double-precision softmax, step h = 1e-5: truncation ~h^2 = 1e-10,
+  // rounding ~1e-16 / h = 1e-11. The code under test gets P rounded to
+  // float (relative error 6e-8), so kFloat32 (1e-5 + 1e-4 |dX|) is 100 times
+  // above its honest error, while the entries of dX are ~0.1: a wrong sign,
+  // a factor 2, or summing over columns instead of rows (the matrix is 4 x 7)
+  // misses by orders of magnitude more.
+  Generator gen(13);
+  const Matrix X = gen.randn(4, 7) * 1.5f;
+  const Matrix dY = gen.randn(4, 7);
+  const Matrix P = softmax_reference(X);
+  Matrix expected(4, 7);
+  const double h = 1e-5;
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const std::vector<double> x(X.row(i).data(), X.row(i).data() + X.cols());
+    auto loss = [&](const std::vector<double>& xs) {
+      const auto q = softmax_double(xs);
+      double L = 0;
+      for (int64_t k = 0; k < X.cols(); ++k) L += double(dY(i, k)) * q[size_t(k)];
+      return L;
+    };
+    for (int64_t j = 0; j < X.cols(); ++j) {
+      auto plus = x, minus = x;
+      plus[size_t(j)] += h;
+      minus[size_t(j)] -= h;
+      expected(i, j) = float((loss(plus) - loss(minus)) / (2 * h));
+    }
+  }
+  REQUIRE(expected.cwiseAbs().maxCoeff() > 0.05f);  // the yardstick itself is not trivially small
+  require_close("softmax_backward vs central differences", softmax_backward(P, dY), expected, kFloat32);
+}
+
+TEST_CASE("softmax_backward: hand-derived properties", "[ch03][softmax_backward]") {
+  // Adding a constant to a row's logits changes nothing, so the gradient
+  // along (1, ..., 1) is zero: every row of dX sums to 0.
+  Generator gen(14);
+  const Matrix P = softmax_reference(gen.randn(5, 8) * 2.0f);
+  const Matrix dY = gen.randn(5, 8);
+  const Matrix dX = softmax_backward(P, dY);
+  REQUIRE(dX.cwiseAbs().maxCoeff() > 0.01f);
+  for (double s : row_sums(dX)) CHECK(std::abs(s) < 1e-6);
+  // A saturated (one-hot) row passes no gradient at all: p_j is 0 or 1, so
+  // p_j (dy_j - <p, dy>) is exactly 0. This is the vanishing gradient of
+  // unscaled attention.
+  Matrix one_hot = Matrix::Zero(2, 4);
+  one_hot(0, 2) = 1.0f;
+  one_hot(1, 0) = 1.0f;
+  require_close("softmax_backward of one-hot rows", softmax_backward(one_hot, gen.randn(2, 4)), Matrix::Zero(2, 4),
+                kBitExact);
+  // Uniform p = 1/n: dx = (dy - mean(dy)) / n.
+  Matrix uniform = Matrix::Constant(1, 4, 0.25f), dy(1, 4), expected(1, 4);
+  dy << 1.0f, -2.0f, 0.5f, 4.5f;  // mean 1
+  expected << 0.0f, -0.75f, -0.125f, 0.875f;
+  require_close("softmax_backward of a uniform row", softmax_backward(uniform, dy), expected, kElementwise);
+}
+
+// ===========================================================================
+// attention
+// ===========================================================================
+
+TEST_CASE("attention: the running example matches PyTorch from the seed on", "[ch03][attention]") {
+  // The chapter program's path: chapter 1 builds Q, K, V from seed 42.
+  const auto tokens = tokenize("the cat sat on the mat");
+  const Vocabulary vocab(tokens);
+  Generator gen(42);
+  const Matrix table = make_embedding(gen, vocab.size(), 64);
+  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
+  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
+  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+
+  const Attention a = attention(qkv.Q, qkv.K, qkv.V);
+  require_shape("attention(Q, K, V).weights", a.weights, 6, 6);
+  require_shape("attention(Q, K, V).output", a.output, 6, 64);
+  // Scores of ~10 from 64-term float32 sums, then softmax and a 6-term
+  // weighted average: differences from PyTorch stay near 1e-6.
+  require_close("attention weights", a.weights, fx().matrix("run.weights"), kFloat32);
+  require_close("attention output", a.output, fx().matrix("run.output"), kFloat32);
+}
+
+TEST_CASE("attention: cross-attention, 10 queries over 50 keys, d_v != d_k", "[ch03][attention]") {
+  const Attention a = attention(fx().matrix("att.cross.Q"), fx().matrix("att.cross.K"), fx().matrix("att.cross.V"));
+  require_shape("weights (seq_q, seq_k)", a.weights, 10, 50);
+  require_shape("output (seq_q, d_v)", a.output, 10, 24);
+  require_close("cross-attention weights", a.weights, fx().matrix("att.cross.weights"), kFloat32);
+  require_close("cross-attention output", a.output, fx().matrix("att.cross.output"), kFloat32);
+  require_distributions("cross-attention weights", a.weights, 2e-5);
+}
+
+TEST_CASE("attention: a batch of 3, one batch entry at a time", "[ch03][attention]") {
+  const int64_t batch = fx().shape("att.batch.Q")[0];
+  REQUIRE(batch == 3);
+  for (int64_t b = 0; b < batch; ++b) {
+    const Attention a =
+        attention(fx().matrix("att.batch.Q", b), fx().matrix("att.batch.K", b), fx().matrix("att.batch.V", b));
+    require_close(fmt::format("weights[{}]", b), a.weights, fx().matrix("att.batch.weights", b), kFloat32);
+    require_close(fmt::format("output[{}]", b), a.output, fx().matrix("att.batch.output", b), kFloat32);
+  }
+}
+
+TEST_CASE("attention: identical keys give uniform weights and the mean of V", "[ch03][attention]") {
+  // Every key the same: every score in a row is the same, softmax is 1/seq_k
+  // everywhere, and the output is the plain average of the value rows.
+  Generator gen(15);
+  const Matrix Q = gen.randn(3, 4);
+  const Matrix K = gen.randn(1, 4).replicate(5, 1);
+  const Matrix V = gen.randn(5, 2);
+  const Attention a = attention(Q, K, V);
+  require_close("weights with identical keys", a.weights, Matrix::Constant(3, 5, 0.2f), kElementwise);
+  const Matrix mean = V.colwise().mean().replicate(3, 1);
+  require_close("output with identical keys", a.output, mean, kFloat32);
+}
+
+// ===========================================================================
+// row_entropy
+// ===========================================================================
+
+TEST_CASE("row_entropy: hand-derived values", "[ch03][row_entropy]") {
+  // Uniform over n keys: log n; one-hot: 0 (with 0 log 0 = 0, so no NaN).
+  // Float inputs such as 1/6 carry a relative error of 3e-8, so 1e-6 is ample.
+  for (int64_t n : {1, 2, 6, 50}) {
+    const auto H = row_entropy(Matrix::Constant(2, n, 1.0f / float(n)));
+    REQUIRE(H.size() == 2);
+    CHECK(H[0] == Approx(std::log(double(n))).margin(1e-6));
+    CHECK(H[1] == Approx(std::log(double(n))).margin(1e-6));
+  }
+  Matrix W(4, 4);
+  W << 0, 0, 1, 0,              // one-hot
+      0.5f, 0.5f, 0, 0,         // two equal keys: log 2
+      0.25f, 0.25f, 0.5f, 0,    // 1.5 log 2
+      0, 0, 0, 0;               // an all-masked row from softmax_rows: nothing to spread
+  const auto H = row_entropy(W);
+  REQUIRE(H.size() == 4);
+  for (double h : H) REQUIRE(std::isfinite(h));
+  CHECK(H[0] == 0.0);
+  CHECK(H[1] == Approx(std::log(2.0)).margin(1e-7));
+  CHECK(H[2] == Approx(1.5 * std::log(2.0)).margin(1e-7));
+  CHECK(H[3] == 0.0);
+}
+
+TEST_CASE("row_entropy: matches PyTorch (torch.special.entr summed)", "[ch03][row_entropy]") {
+  // Sums of at most 12 terms of order 1: kFloat32.
+  require_close("row_entropy(running example weights)", to_float(row_entropy(fx().matrix("run.weights"))),
+                fx().f32("run.entropy"), kFloat32);
+  const Matrix W = fx().matrix("metrics.W");
+  const auto H = row_entropy(W);
+  require_close("row_entropy(weights with exact zeros)", to_float(H), fx().f32("metrics.entropy"), kFloat32);
+  // Always between 0 (one-hot) and log n (uniform).
+  for (double h : H) CHECK((h >= 0.0 && h <= std::log(double(W.cols())) + 1e-6));
+}
+
+// ===========================================================================
+// focus
+// ===========================================================================
+
+TEST_CASE("focus: hand-derived values", "[ch03][focus]") {
+  for (int64_t n : {1, 3, 6, 50})
+    CHECK(focus(Matrix::Constant(4, n, 1.0f / float(n))) == Approx(1.0 / double(n)).margin(1e-7));
+  Matrix one_hot = Matrix::Zero(3, 5);
+  one_hot(0, 4) = one_hot(1, 0) = one_hot(2, 2) = 1.0f;
+  CHECK(focus(one_hot) == 1.0);
+  Matrix W(2, 3);
+  W << 0.7f, 0.2f, 0.1f,  //
+      0.25f, 0.25f, 0.5f;
+  CHECK(focus(W) == Approx(0.6).margin(1e-7));  // (0.7 + 0.5) / 2
+  Matrix masked(2, 3);
+  masked << 1, 0, 0,  //
+      0, 0, 0;        // an all-masked row counts with its largest weight, 0
+  CHECK(focus(masked) == Approx(0.5).margin(1e-7));
+}
+
+TEST_CASE("focus: matches PyTorch (max over keys, mean over queries)", "[ch03][focus]") {
+  // A mean of at most 8 maxima: no arithmetic worth a tolerance beyond kFloat32.
+  const double run = focus(fx().matrix("run.weights"));
+  CHECK(run == Approx(fx().scalar("run.focus")).epsilon(1e-4).margin(1e-5));
+  const double metrics = focus(fx().matrix("metrics.W"));
+  CHECK(metrics == Approx(fx().scalar("metrics.focus")).epsilon(1e-4).margin(1e-5));
+  // Between 1/n (uniform) and 1 (one-hot).
+  CHECK((run >= 1.0 / 6.0 && run <= 1.0));
+}
