@@ -13,7 +13,8 @@ namespace sa {
 
 // Q Kᵀ / sqrt(d_k) for queries (seq_q, d_k) and keys (seq_k, d_k): the
 // (seq_q, seq_k) matrix of scaled scores. seq_q and seq_k may differ
-// (cross-attention); a different d_k is refused with std::invalid_argument.
+// (cross-attention); a different d_k, or d_k = 0, is refused with
+// std::invalid_argument.
 Matrix scaled_scores(const Matrix& Q, const Matrix& K);
 
 // Empirical statistics of dot products q·k of independent N(0, 1) vectors.

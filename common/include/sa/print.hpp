@@ -36,8 +36,11 @@ void print_tensor(std::string_view name, const Matrix& m, const Shape& shown = {
 // "Q  shape (1, 6, 64)" only.
 void print_shape(std::string_view name, const Shape& shape, std::string_view comment = "");
 // A matrix with labels on rows and columns, for attention-like matrices.
+// `shown` is the shape to print when the matrix stands for a larger tensor,
+// e.g. (1, 6, 6) for batch 1.
 void print_labelled(std::string_view name, const Matrix& m, const std::vector<std::string>& row_labels,
-                    const std::vector<std::string>& col_labels, const PrintOptions& opt = {});
+                    const std::vector<std::string>& col_labels, const PrintOptions& opt = {},
+                    const Shape& shown = {});
 
 // One number the way format_matrix writes it ("-0.1234", "-inf", "nan").
 std::string format_value(double v, int precision = 4);
