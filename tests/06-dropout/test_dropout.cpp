@@ -1,0 +1,305 @@
+// Hidden suite of chapter 6: dropout, dropout_backward.
+// Values come from PyTorch 1.13's F.dropout on the CPU
+// (tests/reference/ch06_dropout.py): same seed, same keep mask, bit for bit.
+#include "06-dropout/dropout.hpp"
+
+#include "01-qkv-projection/qkv.hpp"
+#include "03-softmax/softmax.hpp"
+#include "sa/nn.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("06-dropout.txt");
+  return f;
+}
+
+// An i64 0/1 fixture as a (rows, cols) mask.
+Mask mask_of(const std::string& name) {
+  const Shape& s = fx().shape(name);
+  const auto& v = fx().i64(name);
+  const int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.back();
+  Mask m(rows, cols);
+  for (int64_t k = 0; k < rows * cols; ++k) m(k / cols, k % cols) = v[size_t(k)] != 0;
+  return m;
+}
+
+// Masks compare exactly; a failure names the first differing element and
+// how many differ.
+void require_same_mask(const std::string& what, const Mask& actual, const Mask& expected) {
+  INFO(what);
+  REQUIRE(actual.rows() == expected.rows());
+  REQUIRE(actual.cols() == expected.cols());
+  int64_t differ = 0;
+  std::string first;
+  for (int64_t i = 0; i < actual.rows(); ++i)
+    for (int64_t j = 0; j < actual.cols(); ++j)
+      if (actual(i, j) != expected(i, j) && differ++ == 0)
+        first = fmt::format("[{}, {}]: got {}, PyTorch {}", i, j, actual(i, j) ? "kept" : "dropped",
+                            expected(i, j) ? "kept" : "dropped");
+  INFO(fmt::format("{}: {} of {} elements differ from PyTorch's mask, first at {}", what, differ, actual.size(),
+                   first));
+  REQUIRE(differ == 0);
+}
+
+int64_t count_kept(const Mask& keep) { return keep.cast<int64_t>().sum(); }
+
+bool all_finite(const Matrix& m) { return m.allFinite(); }
+
+struct SeedCase {
+  const char* name;
+  uint64_t seed;
+  double p;  // the Python literal, as a double
+};
+// The same table as tests/reference/ch06_dropout.py.
+const std::vector<SeedCase> kSeedCases{{"a", 0, 0.1},  {"b", 1, 0.5}, {"c", 2, 0.25},          {"d", 3, 0.15},
+                                       {"e", 4, 0.9}, {"f", 5, 0.3}, {"g", 2024, 0.123456789}, {"h", 6, 0.45}};
+
+}  // namespace
+
+// ---- dropout -----------------------------------------------------------------
+
+TEST_CASE("dropout: the keep mask and output match F.dropout for the same seed", "[ch06][dropout]") {
+  for (const SeedCase& c : kSeedCases) {
+    const std::string prefix = fmt::format("seed.{}", c.name);
+    const auto& config = fx().i64(prefix + ".config");
+    REQUIRE(uint64_t(config[0]) == c.seed);            // the table above and the script agree
+    REQUIRE(fx().scalar(prefix + ".p") == float(c.p));
+    const Matrix x = fx().matrix(prefix + ".x");
+    Generator gen(c.seed);
+    const DropoutResult r = dropout(x, c.p, gen);
+    const std::string what = fmt::format("dropout(x {}, p = {}) with seed {}", shape_str(x), c.p, c.seed);
+    // The mask is decided by the random draws alone: bit for bit.
+    require_same_mask(what + ".keep", r.keep, mask_of(prefix + ".keep"));
+    // x * (1.0f / float(1 - p)), one float multiplication rounded like PyTorch's.
+    require_close(what + ".output", r.output, fx().matrix(prefix + ".y"), kBitExact);
+  }
+}
+
+TEST_CASE("dropout: a second call continues the stream where the first stopped", "[ch06][dropout]") {
+  const Matrix x = fx().matrix("twice.x");
+  Generator gen(77);
+  gen.rand(x.rows(), x.cols());  // PyTorch drew x from this seed first
+  const DropoutResult first = dropout(x, 0.4, gen);
+  const DropoutResult second = dropout(x, 0.4, gen);
+  require_same_mask("first dropout(x, 0.4)", first.keep, mask_of("twice.keep1"));
+  require_same_mask("second dropout(x, 0.4) on the same generator", second.keep, mask_of("twice.keep2"));
+}
+
+TEST_CASE("dropout: the running example's weights, straight after the parameters", "[ch06][dropout]") {
+  // Chapter 3's weights, rebuilt from seed 42 with chapters 1 and 3, then one
+  // dropout with p = 0.1 on the same generator, as the chapter program does.
+  Generator gen(42);
+  const auto tokens = tokenize("the cat sat on the mat");
+  const Vocabulary vocab(tokens);
+  const Matrix table = make_embedding(gen, vocab.size(), 64);
+  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
+  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
+  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const Matrix weights = attention(qkv.Q, qkv.K, qkv.V).weights;
+  const DropoutResult r = dropout(weights, 0.1, gen);
+  // The weights go through softmax and matrix products: kFloat32. The mask
+  // depends only on the draws: bit for bit.
+  require_close("weights", weights, fx().matrix("run.weights"), kFloat32);
+  require_same_mask("dropout(weights, 0.1).keep", r.keep, mask_of("run.keep"));
+  require_close("dropout(weights, 0.1).output", r.output, fx().matrix("run.dropped"), kFloat32);
+}
+
+TEST_CASE("dropout: the output is x * keep / (1 - p) with the mask it returns", "[ch06][dropout]") {
+  Generator data(3);
+  const Matrix x = data.randn(9, 11);
+  for (double p : {0.2, 0.5, 0.75}) {
+    Generator gen(5);
+    const DropoutResult r = dropout(x, p, gen);
+    require_shape("dropout(x, p).output", r.output, 9, 11);
+    REQUIRE(r.keep.rows() == 9);
+    REQUIRE(r.keep.cols() == 11);
+    const float scale = 1.0f / float(1.0 - p);
+    Matrix expected = Matrix::Zero(9, 11);
+    for (int64_t i = 0; i < 9; ++i)
+      for (int64_t j = 0; j < 11; ++j)
+        if (r.keep(i, j)) expected(i, j) = x(i, j) * scale;
+    // One float multiplication per survivor; the mask is the function's own.
+    require_close(fmt::format("dropout(x, {}).output against x * keep * {}", p, scale), r.output, expected,
+                  kBitExact);
+  }
+}
+
+TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch06][dropout]") {
+  const Matrix x = fx().matrix("seed.d.x");
+  Generator gen(8);
+  const Matrix drawn = gen.rand(4, 4);  // as in the script: x3 = torch.rand(4, 4) + 0.5
+  const DropoutResult r = dropout(x, 0.0, gen);
+  require_close("dropout(x, 0).output", r.output, x, kBitExact);
+  CHECK(r.keep.all());
+  // PyTorch returns its input without touching the generator: the next
+  // numbers are the ones that follow torch.rand(4, 4).
+  (void)dropout(drawn, 1.0, gen);
+  const Matrix next = gen.rand(1, 6);
+  require_close("torch.rand(6) after dropout with p = 0 and p = 1", std::vector<float>(next.data(), next.data() + 6),
+                fx().f32("nodraw.rand"), kBitExact);
+}
+
+TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
+  Matrix x = fx().matrix("seed.f.x");
+  x(0, 0) = 1e30f;  // a huge value times 1 / (1 - 1) = inf would be inf or NaN
+  Generator gen(1);
+  const DropoutResult r = dropout(x, 1.0, gen);
+  require_shape("dropout(x, 1).output", r.output, x.rows(), x.cols());
+  CHECK(all_finite(r.output));
+  require_close("dropout(x, 1).output", r.output, Matrix::Zero(x.rows(), x.cols()), kBitExact);
+  CHECK(count_kept(r.keep) == 0);
+}
+
+TEST_CASE("dropout: p outside [0, 1] is refused", "[ch06][dropout]") {
+  const Matrix x = Matrix::Ones(3, 3);
+  Generator gen(1);
+  CHECK_THROWS_AS(dropout(x, 1.5, gen), std::invalid_argument);
+  CHECK_THROWS_AS(dropout(x, -0.1, gen), std::invalid_argument);
+  CHECK_THROWS_AS(dropout(x, std::numeric_limits<double>::quiet_NaN(), gen), std::invalid_argument);
+  CHECK_THROWS_AS(dropout(x, 1.0000001, gen), std::invalid_argument);
+}
+
+TEST_CASE("dropout: the kept fraction is within 5 binomial sigmas of 1 - p", "[ch06][dropout]") {
+  // Each of the n elements is kept independently with probability 1 - p, so
+  // the number kept is Binomial(n, 1 - p): mean n (1 - p), standard
+  // deviation sqrt(n p (1 - p)). For n = 10000 and p = 0.5 that is 5000 +- 50;
+  // 5 sigmas (a chance of about 6e-7 for a correct implementation) is a
+  // fraction of +-0.025, while dropping with probability 1 - p instead of p,
+  // or one draw per row, misses by far more.
+  const Matrix x = Matrix::Ones(100, 100);
+  const double n = double(x.size());
+  for (double p : {0.05, 0.1, 0.3, 0.5, 0.9}) {
+    Generator gen(7);
+    const DropoutResult r = dropout(x, p, gen);
+    const double kept = double(count_kept(r.keep));
+    const double sigma = std::sqrt(n * p * (1 - p));
+    INFO(fmt::format("p = {}: kept {} of {}, expected {} +- 5 x {:.1f}", p, kept, n, n * (1 - p), sigma));
+    CHECK(std::abs(kept - n * (1 - p)) <= 5 * sigma);
+    // Every kept element carries the same scaled value (1/(1-p) rounded to
+    // float), every dropped one 0; summed in double the total is exact.
+    CHECK(r.output.cast<double>().sum() == kept * double(1.0f / float(1.0 - p)));
+  }
+}
+
+TEST_CASE("dropout: averaged over many draws the output approaches x (E[output] = x)", "[ch06][dropout]") {
+  // One element's output is x / (1 - p) with probability 1 - p, else 0: mean
+  // x, variance x^2 p / (1 - p). The mean of n independent draws therefore
+  // has standard deviation |x| sqrt(p / ((1 - p) n)), 0.0046 |x| for p = 0.3
+  // and n = 20000. We allow 5 of those per element (plus 1e-6 for float
+  // sums). Forgetting the 1/(1-p) scale misses by 0.3 |x|, 65 sigmas.
+  Generator data(12);
+  const Matrix x = data.rand(6, 6);
+  const double p = 0.3;
+  const int n = 20000;
+  Generator gen(11);
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(6, 6);
+  for (int k = 0; k < n; ++k) sum += dropout(x, p, gen).output.cast<double>();
+  const Eigen::MatrixXd mean = sum / n;
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      const double sd = std::abs(x(i, j)) * std::sqrt(p / ((1 - p) * n));
+      INFO(fmt::format("element [{}, {}]: mean of {} draws {:.6f}, x = {:.6f}, 5 sigma = {:.6f}", i, j, n, mean(i, j),
+                       x(i, j), 5 * sd));
+      CHECK(std::abs(mean(i, j) - x(i, j)) <= 5 * sd + 1e-6);
+    }
+}
+
+// ---- dropout_backward ----------------------------------------------------------
+
+TEST_CASE("dropout_backward: matches PyTorch autograd for the forward's mask", "[ch06][dropout_backward]") {
+  // x.grad of F.dropout(x, 0.42) for an upstream gradient d_out: one float
+  // multiplication per kept element, like the forward: bit for bit. (At
+  // p = 0.42, float(1 / (1 - p)) is one ulp off PyTorch's 1.0f / float(1 - p).)
+  const Matrix d_x = dropout_backward(fx().matrix("bw.d_out"), mask_of("bw.keep"), 0.42);
+  require_close("dropout_backward(d_out, keep, 0.42)", d_x, fx().matrix("bw.d_x"), kBitExact);
+}
+
+TEST_CASE("dropout_backward: a given mask is applied as PyTorch applies its own", "[ch06][dropout_backward]") {
+  // With its mask fixed, dropout is the linear map x -> x * keep / (1 - p),
+  // and its backward is the same map applied to the gradient. PyTorch
+  // computes it as x * (keep / (1 - p)) in float32: bit for bit.
+  const Matrix y = dropout_backward(fx().matrix("fixed.x"), mask_of("fixed.keep"), 0.48);
+  require_close("x * keep / (1 - 0.48) for a hand-made mask", y, fx().matrix("fixed.y"), kBitExact);
+}
+
+TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) elsewhere", "[ch06][dropout_backward]") {
+  Generator data(21);
+  const Matrix x = data.randn(12, 10);
+  const double p = 0.4;
+  Generator gen(22);
+  const Mask keep = dropout(x, p, gen).keep;
+  const Matrix ones = Matrix::Ones(12, 10);
+  const Matrix d_x = dropout_backward(ones, keep, p);
+  const float scale = 1.0f / float(1.0 - p);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < 12; ++i)
+    for (int64_t j = 0; j < 10; ++j) wrong += d_x(i, j) != (keep(i, j) ? scale : 0.0f);
+  INFO(fmt::format("{} of 120 gradient entries are not keep ? 1/(1-p) = {} : 0", wrong, scale));
+  CHECK(wrong == 0);
+  // And for a general upstream gradient.
+  const Matrix g = data.randn(12, 10);
+  require_close("dropout_backward(g, keep, p)", dropout_backward(g, keep, p),
+                Matrix(g.cwiseProduct(keep.cast<float>()) * scale), kBitExact);
+}
+
+TEST_CASE("dropout_backward: agrees with central finite differences, the mask held fixed", "[ch06][dropout_backward]") {
+  // L(x) = sum(G * dropout(x)). Re-seeding replays the same mask, so L is
+  // linear in x and (L(x + h e) - L(x - h e)) / 2h is exact up to the float
+  // rounding of the one output that moves: about 1e-7 / (2h) = 5e-6 for h = 0.01.
+  Generator data(31);
+  const Matrix x = data.rand(5, 6);
+  const Matrix G = data.randn(5, 6);
+  const double p = 0.25;
+  const uint64_t seed = 32;
+  auto loss = [&](const Matrix& at) {
+    Generator gen(seed);
+    return dropout(at, p, gen).output.cast<double>().cwiseProduct(G.cast<double>()).sum();
+  };
+  Generator gen(seed);
+  const DropoutResult r = dropout(x, p, gen);
+  const Matrix d_x = dropout_backward(G, r.keep, p);
+  const float h = 0.01f;
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      Matrix plus = x, minus = x;
+      plus(i, j) += h;
+      minus(i, j) -= h;
+      const double numeric = (loss(plus) - loss(minus)) / double(plus(i, j) - minus(i, j));
+      INFO(fmt::format("d_x[{}, {}] ({}): analytic {}, finite differences {}", i, j,
+                       r.keep(i, j) ? "kept" : "dropped", d_x(i, j), numeric));
+      CHECK(double(d_x(i, j)) == Approx(numeric).margin(1e-4));
+    }
+}
+
+TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backward]") {
+  Generator data(41);
+  const Matrix g = data.randn(4, 7);
+  const Mask all = Mask::Constant(4, 7, true);
+  require_close("dropout_backward(g, all kept, 0)", dropout_backward(g, all, 0.0), g, kBitExact);
+  const Matrix d_x = dropout_backward(g, Mask::Constant(4, 7, false), 1.0);
+  CHECK(all_finite(d_x));
+  require_close("dropout_backward(g, none kept, 1)", d_x, Matrix::Zero(4, 7), kBitExact);
+  // p = 1 gives zeros even for a mask that claims survivors: no 1 / 0.
+  const Matrix d_none = dropout_backward(g, all, 1.0);
+  CHECK(all_finite(d_none));
+  require_close("dropout_backward(g, all kept, 1)", d_none, Matrix::Zero(4, 7), kBitExact);
+  CHECK_THROWS_AS(dropout_backward(g, all, 1.5), std::invalid_argument);
+  CHECK_THROWS_AS(dropout_backward(g, all, -0.5), std::invalid_argument);
+  CHECK_THROWS_AS(dropout_backward(g, Mask::Constant(7, 4, true), 0.5), std::invalid_argument);
+}
