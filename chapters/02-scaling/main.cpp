@@ -8,6 +8,7 @@
 #include "02-scaling/scaling.hpp"
 
 #include "01-qkv-projection/qkv.hpp"
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/nn.hpp"
@@ -193,14 +194,9 @@ void run(int argc, char** argv) {
   // The same calls in the same order as chapter 1, so the same seed gives
   // the same numbers: table, then W_q, W_k, W_v.
   Generator gen(cli.seed);
-  const Vocabulary vocab(tokens);
-  const int64_t seq_len = int64_t(tokens.size());
-  const Matrix table = make_embedding(gen, vocab.size(), o.d_model);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(seq_len, o.d_model);
-  const Linear W_q = make_linear(gen, o.d_model, o.d_k);
-  const Linear W_k = make_linear(gen, o.d_model, o.d_k);
-  const Linear W_v = make_linear(gen, o.d_model, o.d_k);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const RunningExample example = make_running_example(gen, tokens, o.d_model, o.d_k);
+  const int64_t seq_len = example.text.seq_len();
+  const QKV& qkv = example.qkv;
   fmt::print("  tokens  {}\n", tokens);
   print_shape("X = embedding + positional encoding", {1, seq_len, o.d_model});
   print_tensor("Q", qkv.Q, {1, seq_len, o.d_k}, wide);

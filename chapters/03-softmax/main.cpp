@@ -10,6 +10,7 @@
 #include "02-scaling/scaling.hpp"
 #include "03-softmax/softmax.hpp"
 
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/nn.hpp"
@@ -186,13 +187,8 @@ void run(int argc, char** argv) {
   say("  Rebuilt exactly as in chapter 1 (same seed, same order of draws): tokens, embeddings plus positional "
       "encoding, three projections. Chapter 2 divides the scores by sqrt(d_k).");
   Generator gen(cli.seed);
-  const Vocabulary vocab(tokens);
-  const Matrix table = make_embedding(gen, vocab.size(), o.d_model);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(seq_len, o.d_model);
-  const Linear W_q = make_linear(gen, o.d_model, o.d_k);
-  const Linear W_k = make_linear(gen, o.d_model, o.d_k);
-  const Linear W_v = make_linear(gen, o.d_model, o.d_k);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const RunningExample example = make_running_example(gen, tokens, o.d_model, o.d_k);
+  const QKV& qkv = example.qkv;
   fmt::print("  tokens  {}\n", tokens);
   print_shape("X = E + PE", {1, seq_len, o.d_model});
   print_shape("Q, K, V", {1, seq_len, o.d_k});

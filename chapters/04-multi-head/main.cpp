@@ -11,6 +11,7 @@
 #include "03-softmax/softmax.hpp"
 #include "04-multi-head/multihead.hpp"
 
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/nn.hpp"
@@ -188,9 +189,8 @@ void run(int argc, char** argv) {
 
   // ---------------------------------------------------------------------
   step(1, "The input and the four projections");
-  const Vocabulary vocab(tokens);
-  const Matrix table = make_embedding(gen, vocab.size(), d_model);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(seq_len, d_model);
+  const EmbeddedText text = embed_text(gen, tokens, d_model);
+  const Matrix& X = text.X;
   const AttentionParams params = make_attention_params(gen, d_model);
   fmt::print("  tokens  {}\n", tokens);
   print_shape("X = E + PE", {1, seq_len, d_model}, "(batch, seq, d_model), built as in chapter 1");

@@ -11,6 +11,7 @@
 #include "03-softmax/softmax.hpp"
 #include "06-dropout/dropout.hpp"
 
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/nn.hpp"
@@ -190,13 +191,8 @@ void run(int argc, char** argv) {
       "the three projections, then attention(Q, K, V). Dropout acts on the weights, between the softmax and the "
       "product with V.");
   Generator gen(cli.seed);
-  const Vocabulary vocab(tokens);
-  const Matrix table = make_embedding(gen, vocab.size(), kDModel);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(seq_len, kDModel);
-  const Linear W_q = make_linear(gen, kDModel, kDK);
-  const Linear W_k = make_linear(gen, kDModel, kDK);
-  const Linear W_v = make_linear(gen, kDModel, kDK);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const RunningExample example = make_running_example(gen, tokens, kDModel, kDK);
+  const QKV& qkv = example.qkv;
   const Attention att = attention(qkv.Q, qkv.K, qkv.V);
   const Matrix& weights = att.weights;
   print_shape("Q, K, V", {1, seq_len, kDK});
