@@ -1,0 +1,385 @@
+// Hidden suite of chapter 5: causal_mask, apply_mask, padding_masks,
+// mask_and, masked_attention. Values come from PyTorch
+// (tests/reference/ch05_causal_mask.py: scores.masked_fill(mask == 0, -inf)
+// then softmax); the rest are hand-derived masks and properties that hold
+// for any input (zeros above the diagonal, one-hot first rows, no NaN).
+#include <fmt/core.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "01-qkv-projection/qkv.hpp"
+#include "02-scaling/scaling.hpp"
+#include "03-softmax/softmax.hpp"
+#include "04-multi-head/multihead.hpp"
+#include "05-causal-mask/mask.hpp"
+#include "sa/nn.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("05-causal-mask.txt");
+  return f;
+}
+
+// Entry [index] of a fixture of shape (..., rows, cols), as a matrix: (b) of a
+// (B, R, C) tensor, or (b * heads + h) of a (B, H, R, C) one.
+Matrix block(const std::string& name, int64_t index) {
+  const Shape& s = fx().shape(name);
+  const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  return ConstMatrixMap(fx().f32(name).data() + index * rows * cols, rows, cols);
+}
+
+// A fixture of shape (B, S, D) as the (B * S, D) matrix chapter 4 works on.
+Matrix stacked(const std::string& name) {
+  const Shape& s = fx().shape(name);
+  return ConstMatrixMap(fx().f32(name).data(), s[0] * s[1], s[2]);
+}
+
+Mask mask_fixture(const std::string& name) {
+  const Shape& s = fx().shape(name);
+  const auto& values = fx().i64(name);
+  Mask mask(s[0], s[1]);
+  for (int64_t k = 0; k < mask.size(); ++k) mask.data()[k] = values[size_t(k)] != 0;
+  return mask;
+}
+
+AttentionParams params_fixture(const std::string& prefix) {
+  auto layer = [&](const std::string& name) {
+    return Linear{fx().matrix(prefix + "." + name + ".W"), RowVector(fx().matrix(prefix + "." + name + ".b"))};
+  };
+  return {layer("W_q"), layer("W_k"), layer("W_v"), layer("W_o")};
+}
+
+// The mask the test expects, written out from its definition.
+template <typename Allowed>
+Mask mask_where(int64_t rows, int64_t cols, Allowed allowed) {
+  Mask m(rows, cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) m(i, j) = allowed(i, j);
+  return m;
+}
+
+// The causal and padding masks written out from their definitions, so that
+// the masked_attention tests do not depend on the reader's causal_mask and
+// padding_masks (each test case points at one function).
+Mask causal(int64_t n) {
+  return mask_where(n, n, [](int64_t i, int64_t j) { return j <= i; });
+}
+Mask keys_below(int64_t length, int64_t n) {
+  return mask_where(n, n, [=](int64_t, int64_t j) { return j < length; });
+}
+
+void require_mask(const std::string& what, const Mask& actual, const Mask& expected) {
+  if (actual.rows() != expected.rows() || actual.cols() != expected.cols())
+    FAIL(fmt::format("{}: shape ({}, {}), expected ({}, {})", what, actual.rows(), actual.cols(), expected.rows(),
+                     expected.cols()));
+  for (int64_t i = 0; i < actual.rows(); ++i)
+    for (int64_t j = 0; j < actual.cols(); ++j)
+      if (actual(i, j) != expected(i, j))
+        FAIL(fmt::format("{}: entry [{}, {}] is {}, expected {}", what, i, j, actual(i, j) ? "allowed" : "forbidden",
+                         expected(i, j) ? "allowed" : "forbidden"));
+  SUCCEED();
+}
+
+// The weights strictly above the diagonal, in a fixed order.
+std::vector<float> upper_triangle(const Matrix& w) {
+  std::vector<float> upper;
+  for (int64_t i = 0; i < w.rows(); ++i)
+    for (int64_t j = i + 1; j < w.cols(); ++j) upper.push_back(w(i, j));
+  return upper;
+}
+
+// Causal weights: exactly 0 above the diagonal (exp(-inf) is exactly 0, so
+// bit for bit), row 0 exactly [1, 0, ..., 0] (softmax of one finite score),
+// row i with i+1 positive weights that sum to 1.
+void require_causal(const std::string& what, const Matrix& w) {
+  const auto upper = upper_triangle(w);
+  require_close(what + ", above the diagonal", upper, std::vector<float>(upper.size(), 0.0f), kBitExact);
+  Matrix first_row = Matrix::Zero(1, w.cols());
+  first_row(0, 0) = 1.0f;
+  require_close(what + ", row 0", Matrix(w.row(0)), first_row, kBitExact);
+  for (int64_t i = 0; i < w.rows(); ++i) {
+    int64_t positive = 0;
+    double sum = 0;
+    for (int64_t j = 0; j < w.cols(); ++j) {
+      positive += w(i, j) > 0.0f;
+      sum += w(i, j);
+    }
+    if (positive != i + 1)
+      FAIL(fmt::format("{}: row {} has {} non-zero weights, expected {}", what, i, positive, i + 1));
+    // float32 weights, summed in double: within a few ulps of 1.
+    if (std::abs(sum - 1.0) > 1e-6) FAIL(fmt::format("{}: row {} sums to {:.9f}, not 1", what, i, sum));
+  }
+  SUCCEED();
+}
+
+void require_no_nan(const std::string& what, const Matrix& m) {
+  for (int64_t k = 0; k < m.size(); ++k)
+    if (std::isnan(m.data()[k])) FAIL(fmt::format("{}: entry {} is NaN", what, k));
+  SUCCEED();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+TEST_CASE("causal_mask: true on and below the diagonal", "[ch05][causal_mask]") {
+  require_mask("causal_mask(6)", causal_mask(6), mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i; }));
+  // n(n+1)/2 allowed pairs: query i sees i+1 keys.
+  CHECK(causal_mask(6).count() == 21);
+  require_mask("causal_mask(1)", causal_mask(1), mask_where(1, 1, [](int64_t, int64_t) { return true; }));
+  require_mask("causal_mask(0)", causal_mask(0), Mask(0, 0));
+}
+
+// ---------------------------------------------------------------------------
+TEST_CASE("apply_mask: -inf where the mask forbids, the scores untouched elsewhere", "[ch05][apply_mask]") {
+  // masked_fill copies values and writes -inf: nothing is computed, so bit
+  // for bit (require_close treats -inf as equal only to -inf).
+  const Matrix masked = apply_mask(fx().matrix("am.scores"), mask_fixture("am.mask"));
+  require_close("apply_mask(scores, mask)", masked, fx().matrix("am.masked"), kBitExact);
+}
+
+TEST_CASE("apply_mask: the causal mask on the running example's scores", "[ch05][apply_mask]") {
+  // Q Kᵀ / 8 recomputed from PyTorch's Q and K: 64-term float32 sums.
+  const Matrix scores = scaled_scores(fx().matrix("run.Q"), fx().matrix("run.K"));
+  const Matrix masked = apply_mask(scores, causal(6));
+  require_close("apply_mask(scores, causal mask)", masked, fx().matrix("run.masked_scores"), kFloat32);
+}
+
+TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refused", "[ch05][apply_mask]") {
+  const Matrix scores = fx().matrix("am.scores");
+  require_close("apply_mask with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)), scores, kBitExact);
+  CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(5, 6, true)), std::invalid_argument);
+  CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(7, 5, true)), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+TEST_CASE("padding_masks: key j is allowed iff j < length, for every query", "[ch05][padding_masks]") {
+  const std::vector<int64_t> lengths{6, 4, 2, 0};
+  const auto masks = padding_masks(lengths, 6);
+  REQUIRE(masks.size() == lengths.size());
+  for (size_t b = 0; b < lengths.size(); ++b)
+    require_mask(fmt::format("padding_masks(...)[{}] (length {})", b, lengths[b]), masks[b],
+                 mask_where(6, 6, [&](int64_t, int64_t j) { return j < lengths[b]; }));
+  CHECK(padding_masks({}, 6).empty());
+}
+
+TEST_CASE("padding_masks: lengths outside [0, seq_len] are refused", "[ch05][padding_masks]") {
+  CHECK_THROWS_AS(padding_masks({7}, 6), std::invalid_argument);
+  CHECK_THROWS_AS(padding_masks({-1}, 6), std::invalid_argument);
+  CHECK_THROWS_AS(padding_masks({6, 3, 9}, 6), std::invalid_argument);
+  CHECK_NOTHROW(padding_masks({6, 0}, 6));
+}
+
+// ---------------------------------------------------------------------------
+TEST_CASE("mask_and: the truth table of AND", "[ch05][mask_and]") {
+  Mask a(2, 2), b(2, 2), expected(2, 2);
+  a << true, true, false, false;
+  b << true, false, true, false;
+  expected << true, false, false, false;
+  require_mask("mask_and(a, b)", mask_and(a, b), expected);
+  require_mask("mask_and(b, a)", mask_and(b, a), expected);
+}
+
+TEST_CASE("mask_and: causal and padding together", "[ch05][mask_and]") {
+  // Both built from their definitions, so this checks mask_and alone.
+  require_mask("mask_and(causal, padding to length 4)", mask_and(causal(6), keys_below(4, 6)),
+               mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i && j < 4; }));
+}
+
+// ---------------------------------------------------------------------------
+// Weights and outputs below come out of a softmax and a matrix product in
+// float32, in a different order than PyTorch adds: kFloat32.
+TEST_CASE("masked_attention: causal attention of the running example matches PyTorch", "[ch05][masked_attention]") {
+  const Attention a = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
+  require_close("causal weights", a.weights, fx().matrix("run.weights"), kFloat32);
+  require_close("causal output", a.output, fx().matrix("run.output"), kFloat32);
+}
+
+TEST_CASE("masked_attention: causal attention of random Q, K, V matches PyTorch", "[ch05][masked_attention]") {
+  const Attention a =
+      masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), fx().matrix("causal.V"), causal(7));
+  require_close("causal weights (seq 7, d_k 8)", a.weights, fx().matrix("causal.weights"), kFloat32);
+  require_close("causal output (seq 7, d_k 8)", a.output, fx().matrix("causal.output"), kFloat32);
+}
+
+TEST_CASE("masked_attention: upper triangle exactly 0, row 0 one-hot, row i has i+1 weights",
+          "[ch05][masked_attention]") {
+  const Matrix V = fx().matrix("causal.V");
+  const Attention a = masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), V, causal(7));
+  require_causal("causal weights (seq 7)", a.weights);
+  // Query 0 sees only key 0 with weight exactly 1, so its output is V[0]
+  // itself: 1·v + 0·(the rest) involves no rounding.
+  require_close("output row 0", Matrix(a.output.row(0)), Matrix(V.row(0)), kBitExact);
+  const Attention run = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
+  require_causal("causal weights of the running example", run.weights);
+}
+
+TEST_CASE("masked_attention: a padded batch, one mask per sequence, matches PyTorch", "[ch05][masked_attention]") {
+  const auto& lengths = fx().i64("pad.lengths");
+  for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
+    const Mask mask = keys_below(lengths[size_t(b)], 6);
+    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
+    const std::string name = fmt::format("sequence {} (length {})", b, lengths[size_t(b)]);
+    require_close(name + ": weights", a.weights, block("pad.weights", b), kFloat32);
+    require_close(name + ": output", a.output, block("pad.output", b), kFloat32);
+  }
+}
+
+TEST_CASE("masked_attention: padding and causal together match PyTorch", "[ch05][masked_attention]") {
+  const auto& lengths = fx().i64("pad.lengths");
+  for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
+    const Mask mask = mask_where(6, 6, [&](int64_t i, int64_t j) { return j <= i && j < lengths[size_t(b)]; });
+    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
+    const std::string name = fmt::format("sequence {} (length {}), causal", b, lengths[size_t(b)]);
+    require_close(name + ": weights", a.weights, block("padcausal.weights", b), kFloat32);
+    require_close(name + ": output", a.output, block("padcausal.output", b), kFloat32);
+  }
+}
+
+TEST_CASE("masked_attention: what sits in the padding changes nothing", "[ch05][masked_attention]") {
+  // Sequence 1 has length 4: keys 4 and 5 are padding. Fill them with
+  // anything: a masked score is replaced by -inf and a masked value is
+  // multiplied by a weight of exactly 0, so the outputs are the same bit for
+  // bit.
+  const Matrix Q = block("pad.Q", 1), K = block("pad.K", 1), V = block("pad.V", 1);
+  const Mask mask = keys_below(4, 6);
+  Matrix K_junk = K, V_junk = V;
+  K_junk.bottomRows(2).setConstant(1e3f);
+  V_junk.bottomRows(2).setConstant(-7e4f);
+  const Attention clean = masked_attention(Q, K, V, mask);
+  const Attention junk = masked_attention(Q, K_junk, V_junk, mask);
+  require_close("weights with junk in the padding", junk.weights, clean.weights, kBitExact);
+  require_close("output with junk in the padding", junk.output, clean.output, kBitExact);
+}
+
+TEST_CASE("masked_attention: masking keys is removing them (rectangular mask, seq_q != seq_k)",
+          "[ch05][masked_attention]") {
+  // 3 queries over 6 keys of which the last 2 are masked == 3 queries over
+  // the first 4 keys, computed by chapter 3's attention (the sizes differ,
+  // so the float32 sums may be ordered differently: kFloat32).
+  const Matrix Q = block("pad.Q", 2).topRows(3), K = block("pad.K", 2), V = block("pad.V", 2);
+  const Mask mask = mask_where(3, 6, [](int64_t, int64_t j) { return j < 4; });
+  const Attention masked = masked_attention(Q, K, V, mask);
+  const Attention removed = attention(Q, K.topRows(4), V.topRows(4));
+  require_shape("masked weights", masked.weights, 3, 6);
+  require_close("weights on the 4 visible keys", Matrix(masked.weights.leftCols(4)), removed.weights, kFloat32);
+  require_close("weights on the 2 masked keys", Matrix(masked.weights.rightCols(2)), Matrix::Zero(3, 2), kBitExact);
+  require_close("output", masked.output, removed.output, kFloat32);
+}
+
+TEST_CASE("masked_attention: a fully masked row gives zero weights and zero output, never NaN",
+          "[ch05][masked_attention]") {
+  // PyTorch 1.13 computes softmax([-inf, ..., -inf]) = NaN (the fixture
+  // holds its NaN rows); the book's choice is zeros for exactly those rows
+  // and PyTorch's values everywhere else.
+  const Attention a =
+      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), mask_fixture("fm.mask"));
+  const Matrix torch_weights = fx().matrix("fm.torch_weights"), torch_output = fx().matrix("fm.torch_output");
+  require_no_nan("weights", a.weights);
+  require_no_nan("output", a.output);
+  for (int64_t i = 0; i < torch_weights.rows(); ++i) {
+    const bool fully_masked = std::isnan(torch_weights(i, 0));
+    const std::string row = fmt::format("row {}{}", i, fully_masked ? " (fully masked)" : "");
+    if (fully_masked) {
+      require_close(row + ": weights", Matrix(a.weights.row(i)), Matrix::Zero(1, a.weights.cols()), kBitExact);
+      require_close(row + ": output", Matrix(a.output.row(i)), Matrix::Zero(1, a.output.cols()), kBitExact);
+    } else {
+      require_close(row + ": weights", Matrix(a.weights.row(i)), Matrix(torch_weights.row(i)), kFloat32);
+      require_close(row + ": output", Matrix(a.output.row(i)), Matrix(torch_output.row(i)), kFloat32);
+    }
+  }
+  // A sequence of length 0: every row is fully masked.
+  const Attention empty =
+      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), keys_below(0, 5));
+  require_close("weights of a length-0 sequence", empty.weights, Matrix::Zero(5, 5), kBitExact);
+  require_close("output of a length-0 sequence", empty.output, Matrix::Zero(5, 8), kBitExact);
+}
+
+TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong shape is refused",
+          "[ch05][masked_attention]") {
+  const Matrix Q = fx().matrix("causal.Q"), K = fx().matrix("causal.K"), V = fx().matrix("causal.V");
+  const Attention masked = masked_attention(Q, K, V, Mask::Constant(7, 7, true));
+  const Attention plain = attention(Q, K, V);
+  require_close("weights", masked.weights, plain.weights, kFloat32);
+  require_close("output", masked.output, plain.output, kFloat32);
+  CHECK_THROWS_AS(masked_attention(Q, K, V, causal(6)), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+// Multi-head: chapter 4's multi_head_attention with masked_attention as the
+// attention inside each head, one mask per sequence. Products of 16-term
+// sums through four projections, all in float32: kFloat32.
+TEST_CASE("masked_attention: multi-head causal attention, batch 2, 4 heads, matches PyTorch",
+          "[ch05][masked_attention]") {
+  const AttentionParams params = params_fixture("mh");
+  const Matrix X = stacked("mh.X");
+  const Mask mask = causal(5);
+  const HeadAttention head = [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) {
+    return masked_attention(Q, K, V, mask);
+  };
+  const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
+  require_shape("weights", mh.weights.shape(), Shape{2, 4, 5, 5});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 4; ++h) {
+      const std::string name = fmt::format("weights[{}, {}]", b, h);
+      require_close(name, Matrix(mh.weights.view(b, h)), block("mh.causal.weights", b * 4 + h), kFloat32);
+      require_causal(name, Matrix(mh.weights.view(b, h)));
+    }
+  require_close("output", mh.output, stacked("mh.causal.output"), kFloat32);
+}
+
+TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matches PyTorch",
+          "[ch05][masked_attention]") {
+  const AttentionParams params = params_fixture("mh");
+  const Matrix X = stacked("mh.X");
+  const auto& lengths = fx().i64("mh.lengths");
+  std::vector<Mask> masks;
+  for (int64_t length : lengths)
+    masks.push_back(mask_where(5, 5, [=](int64_t i, int64_t j) { return j <= i && j < length; }));
+  // The callback learns which sequence it serves from b.
+  const HeadAttention head = [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t b) {
+    return masked_attention(Q, K, V, masks.at(size_t(b)));
+  };
+  const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
+  require_shape("weights", mh.weights.shape(), Shape{2, 4, 5, 5});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 4; ++h)
+      require_close(fmt::format("weights[{}, {}] (length {})", b, h, lengths[size_t(b)]), Matrix(mh.weights.view(b, h)),
+                    block("mh.padcausal.weights", b * 4 + h), kFloat32);
+  require_close("output", mh.output, stacked("mh.padcausal.output"), kFloat32);
+}
+
+TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads", "[ch05][masked_attention]") {
+  // tokens -> embedding + PE -> W_q, W_k, W_v, W_o drawn in PyTorch's order.
+  const auto tokens = tokenize("the cat sat on the mat");
+  const Vocabulary vocab(tokens);
+  CHECK(vocab.ids(tokens) == fx().i64("run.ids"));
+  Generator gen(42);
+  const Matrix table = make_embedding(gen, vocab.size(), 64);
+  const AttentionParams params = make_attention_params(gen, 64);
+  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(6, 64);
+  const QKV qkv = project_qkv(X, params.W_q, params.W_k, params.W_v);
+  const Mask mask = causal_mask(6);
+  const Attention single = masked_attention(qkv.Q, qkv.K, qkv.V, mask);
+  require_close("single-head causal weights", single.weights, fx().matrix("run.weights"), kFloat32);
+  const MultiHead mh = multi_head_attention(
+      X, X, 1, params, 4,
+      [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) { return masked_attention(Q, K, V, mask); });
+  require_shape("multi-head weights", mh.weights.shape(), Shape{1, 4, 6, 6});
+  for (int64_t h = 0; h < 4; ++h) {
+    require_close(fmt::format("head {} weights", h), Matrix(mh.weights.view(0, h)), block("run.mh.weights", h),
+                  kFloat32);
+    require_causal(fmt::format("head {} weights", h), Matrix(mh.weights.view(0, h)));
+  }
+  require_close("multi-head output", mh.output, fx().matrix("run.mh.output"), kFloat32);
+}
