@@ -30,6 +30,17 @@
 //    `unset output`, and pclose() waits for gnuplot to exit.
 //  * `gnuplot -d` ignores the user's ~/.gnuplot so figures look the same on
 //    every machine.
+//  * Layout (see "Layout estimates" and "Legend and label placement"):
+//    gnuplot centres the title on the plot area, not the canvas, and cuts
+//    off what runs past the edge, so the legend never goes outside on the
+//    right (that shifts the plot area left) and long titles are shrunk or
+//    wrapped. Ranges are set explicitly, never autoscaled with `set offsets`
+//    (which also moved a given ymin: a chart asking for ymin = 0 got its 0
+//    tic lifted off the axis), so we know the range drawn when placing the
+//    legend. Log axes get explicit tics, since gnuplot labels only whole
+//    decades and a range inside one decade got one labelled tic or none.
+//  * Front arrows are drawn after front labels, so a `set arrow` would
+//    strike through any label; reference lines are plot elements instead.
 //
 // Debugging: with the environment variable SA_PLOT_KEEP_SCRIPT set, the
 // script of each figure is also written next to it as <png>.gp, so
@@ -391,31 +402,331 @@ std::string tic_list(const std::vector<std::string>& labels, std::size_t n, std:
   return s + ")";
 }
 
-// Where the legend goes: inside, in the corner of the plot where it hides
-// the fewest data points, or outside on the right when every corner is busy.
-// Points are given in axis units (already log-transformed when needed).
-std::string key_place(const std::vector<std::pair<double, double>>& pts) {
-  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
-  for (auto [x, y] : pts) {
-    x0 = std::min(x0, x);
-    x1 = std::max(x1, x);
-    y0 = std::min(y0, y);
-    y1 = std::max(y1, y);
+// ---- Layout estimates -----------------------------------------------------------
+//
+// gnuplot lays a figure out itself and does not tell us where things ended
+// up, so the decisions below (legend spot, reference-line labels, title
+// size) rest on pixel estimates, measured on pngcairo (96 dpi) with the
+// Sans font (DejaVu Sans) used here. They err on the generous side.
+
+constexpr double kPxPerPt = 96.0 / 72.0;  // pngcairo lays text out at 96 dpi
+
+// Width in pixels of `chars` characters of text at `pt` points. Running
+// text averages about 0.52 em per character; digits are wider (0.62 em).
+double text_px(std::size_t chars, double pt, bool digits = false) {
+  return static_cast<double>(chars) * pt * kPxPerPt * (digits ? 0.62 : 0.52);
+}
+
+// Characters in the longest line of s.
+std::size_t longest_line(std::string_view s) {
+  std::size_t n = 0;
+  for (std::size_t start = 0; start <= s.size();) {
+    const std::size_t end = std::min(s.find('\n', start), s.size());
+    n = std::max(n, text_width(s.substr(start, end - start)));
+    start = end + 1;
   }
-  const std::array<const char*, 4> names = {"top right", "top left", "bottom right", "bottom left"};
-  std::array<int, 4> count{};
-  for (auto [x, y] : pts) {
-    const double u = x1 > x0 ? (x - x0) / (x1 - x0) : 0.5;
-    const double v = y1 > y0 ? (y - y0) / (y1 - y0) : 0.5;
-    const bool right = u > 0.55, left = u < 0.45, top = v > 0.62, bottom = v < 0.38;
-    count[0] += top && right;
-    count[1] += top && left;
-    count[2] += bottom && right;
-    count[3] += bottom && left;
+  return n;
+}
+
+// A title that fits across about avail_px. gnuplot centres the title on the
+// plot area (not on the canvas) and simply cuts off what runs past the
+// canvas edge, so a title that is too long is first set smaller, down to
+// min_pt, and then broken into two lines at the space nearest its middle.
+// Returns the text and its font size.
+std::pair<std::string, double> fit_title(const std::string& title, double avail_px, double pt, double min_pt) {
+  const std::size_t n = longest_line(title);
+  if (text_px(n, pt) <= avail_px) return {title, pt};
+  const double shrunk = pt * avail_px / text_px(n, pt);
+  if (shrunk >= min_pt || title.find('\n') != std::string::npos) return {title, std::max(shrunk, min_pt)};
+  const std::size_t mid = title.size() / 2;
+  std::size_t cut = std::string::npos;
+  for (std::size_t d = 0; d <= mid && cut == std::string::npos; ++d) {
+    if (mid + d < title.size() && title[mid + d] == ' ') {
+      cut = mid + d;
+    } else if (title[mid - d] == ' ') {
+      cut = mid - d;
+    }
   }
-  const auto best = std::min_element(count.begin(), count.end());
-  if (*best > static_cast<int>(pts.size() / 50)) return "outside right top vertical";
-  return std::string("inside ") + names[static_cast<std::size_t>(best - count.begin())];
+  if (cut == std::string::npos) return {title, min_pt};  // one long word: smallest size, may still be cut
+  const std::string two = title.substr(0, cut) + "\n" + title.substr(cut + 1);
+  const std::size_t m = longest_line(two);
+  return {two, std::clamp(pt * avail_px / text_px(m, pt), min_pt, pt)};
+}
+
+std::string title_command(const std::string& title, double avail_px, double pt, double min_pt) {
+  const auto [text, size] = fit_title(title, avail_px, pt, min_pt);
+  return fmt::format("set title {} font ',{:.3g}'\n", gq(text), size);
+}
+
+// The plot area (inside the border) of a 2-D chart, estimated: the y tic
+// labels and ylabel take about 90 px on the left, the last x tic label
+// about 30 px on the right; the title about 57 px on top, tic labels and
+// xlabel about 60 px at the bottom.
+struct Frame {
+  double w, h;  // pixels
+};
+
+Frame chart_frame(int width, int height, bool has_title, bool has_xlabel) {
+  return {std::max(width - 120.0, 50.0),
+          std::max(height - (has_title ? 57.0 : 25.0) - (has_xlabel ? 60.0 : 40.0), 50.0)};
+}
+
+// ---- Axes --------------------------------------------------------------------------
+
+// A drawn axis range, and the map from data values to gnuplot's `graph`
+// coordinates (0 at the left/bottom border, 1 at the right/top one). We set
+// every range of a chart ourselves rather than leave it to autoscale, so the
+// legend and label placement know the range actually drawn.
+struct Axis {
+  double lo, hi;  // data units; both > 0 on a log axis
+  bool log;
+
+  double t(double v) const { return log ? std::log10(v) : v; }
+  double frac(double v) const { return (t(v) - t(lo)) / (t(hi) - t(lo)); }
+  std::string range() const { return "[" + num(lo) + ":" + num(hi) + "]"; }
+};
+
+// The range to draw for data spanning lo..hi (finite; > 0 on a log axis):
+// the given ends where there are any; each other end is the data's end plus
+// `air` of the drawn span, so no point sits on the border and no marker is
+// cut in half. On a log axis the air is taken in log space, i.e. a factor
+// (3% of 4..1024 is a factor 1.18), and the tics stay at the data's values.
+Axis padded_axis(double lo, double hi, bool log, double air, std::optional<double> given_lo = {},
+                 std::optional<double> given_hi = {}) {
+  auto t = [&](double v) { return log ? std::log10(v) : v; };
+  auto inv = [&](double u) { return log ? std::pow(10.0, u) : u; };
+  double a = given_lo ? t(*given_lo) : t(lo);
+  double b = given_hi ? t(*given_hi) : t(hi);
+  if (!(a < b)) {
+    // One value only (or a given end beyond all the data): open up a span
+    // around it -- a factor 2 on a log axis, 10% (at least 0.5) otherwise.
+    const double half = log ? std::log10(2.0) : std::max(0.1 * std::abs(a), 0.5);
+    if (given_lo && !given_hi) {
+      b = a + 2 * half;
+    } else if (given_hi && !given_lo) {
+      a = b - 2 * half;
+    } else {
+      a -= half;
+      b += half;
+    }
+  }
+  const double pad = air * (b - a);
+  return {inv(given_lo ? a : a - pad), inv(given_hi ? b : b + pad), log};
+}
+
+// The number v as a tic label, with `decimals` places when given, else
+// the shortest form, exponents written 1e6 and 1e-6 (not 1e+06, 1e-06).
+std::string tic_label(double v, int decimals = -1) {
+  if (decimals >= 0) return fmt::format("{:.{}f}", v, decimals);
+  std::string s = fmt::format("{:g}", v);
+  if (const auto e = s.find('e'); e != std::string::npos) {
+    std::size_t digits = e + 1;
+    if (s[digits] == '+') s.erase(digits, 1);
+    else if (s[digits] == '-') ++digits;
+    while (digits + 1 < s.size() && s[digits] == '0') s.erase(digits, 1);
+  }
+  return s;
+}
+
+// Explicit tics for a log axis, `(label value, ...)`. gnuplot's own log tics
+// are whole decades only, and a range that spans less than a decade or two
+// (0.85..1.2, say) gets one labelled tic or none. So: decades (with unlabelled
+// minor tics at 2..9) when at least three fit, else 1-2-5 steps, else
+// 1, 2, ..., 9 steps, else round linear steps.
+std::string log_tics(const Axis& a) {
+  const double lo = a.lo * (1 - 1e-9), hi = a.hi * (1 + 1e-9);
+  const int e0 = static_cast<int>(std::floor(std::log10(a.lo))) - 1;
+  const int e1 = static_cast<int>(std::ceil(std::log10(a.hi))) + 1;
+  std::string list;
+  auto add = [&](const std::string& label, double v, bool minor) {
+    list += fmt::format("{}{} {}{}", list.empty() ? "(" : ", ", gq(label), num(v), minor ? " 1" : "");
+  };
+  const std::array<std::vector<int>, 3> mantissas = {
+      std::vector<int>{1}, std::vector<int>{1, 2, 5}, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  for (const auto& mant : mantissas) {
+    std::vector<double> majors;
+    for (int e = e0; e <= e1; ++e) {
+      for (int m : mant) {
+        const double v = m * std::pow(10.0, e);
+        if (v >= lo && v <= hi) majors.push_back(v);
+      }
+    }
+    if (majors.size() < 3) continue;
+    // Many decades: label every k-th, at most 10 labels.
+    const std::size_t k = mant.size() == 1 ? (majors.size() + 9) / 10 : 1;
+    for (std::size_t i = 0; i < majors.size(); i += k) add(tic_label(majors[i]), majors[i], false);
+    if (mant.size() == 1 && k == 1) {
+      for (int e = e0; e <= e1; ++e) {
+        for (int m = 2; m <= 9; ++m) {
+          const double v = m * std::pow(10.0, e);
+          if (v >= lo && v <= hi) add("", v, true);
+        }
+      }
+    }
+    return list + ")";
+  }
+  // Less than a factor of about 1.5: linear steps of 1, 2 or 5 x 10^k, 3 to 6 of them.
+  const double raw = (a.hi - a.lo) / 4;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : 5 * mag;
+  const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step))));
+  for (double i = std::ceil(a.lo / step); i * step <= a.hi; ++i) add(tic_label(i * step, decimals), i * step, false);
+  return list.empty() ? "autofreq" : list + ")";
+}
+
+// ---- Legend and label placement ----------------------------------------------------
+//
+// What the legend or a label could cover is recorded in graph coordinates:
+// data points, line segments (sampled), bars and reference lines. A spot is
+// free when nothing recorded falls inside it.
+
+struct Box {
+  double x0, y0, x1, y1;  // graph coordinates
+
+  bool contains(double u, double v) const { return u >= x0 && u <= x1 && v >= y0 && v <= y1; }
+  bool overlaps(const Box& b) const { return x0 < b.x1 && b.x0 < x1 && y0 < b.y1 && b.y0 < y1; }
+  bool inside_frame() const { return x0 >= 0 && y0 >= 0 && x1 <= 1 && y1 <= 1; }
+};
+
+class Occupancy {
+ public:
+  void point(double u, double v) {
+    if (u >= 0 && u <= 1 && v >= 0 && v <= 1) pts_.emplace_back(u, v);
+  }
+  // A line from (u0, v0) to (u1, v1), sampled every 0.004 of the frame
+  // (3 px on a 780 px wide plot): a line crossing a corner occupies it even
+  // where there is no data point. Parts outside the frame are clipped away.
+  void segment(double u0, double v0, double u1, double v1) {
+    if ((u0 < 0 && u1 < 0) || (u0 > 1 && u1 > 1) || (v0 < 0 && v1 < 0) || (v0 > 1 && v1 > 1)) return;
+    const double len = std::max(std::abs(u1 - u0), std::abs(v1 - v0));
+    const int n = static_cast<int>(std::min(std::ceil(len / 0.004), 2000.0));
+    for (int i = 1; i < n; ++i) {
+      const double f = static_cast<double>(i) / n;
+      point(u0 + f * (u1 - u0), v0 + f * (v1 - v0));
+    }
+  }
+  void box(const Box& b) { boxes_.push_back(b); }
+
+  // How much of what is recorded lies in b (a box counts as many points).
+  std::size_t count(const Box& b) const {
+    std::size_t n = 0;
+    for (auto [u, v] : pts_) n += b.contains(u, v);
+    for (const Box& o : boxes_) n += b.overlaps(o) ? 100 : 0;
+    return n;
+  }
+
+ private:
+  std::vector<std::pair<double, double>> pts_;
+  std::vector<Box> boxes_;
+};
+
+// A series as its points and (unless drawn as points only) the line
+// segments between them; a NaN breaks the line, as it does in gnuplot.
+void occupy_series(Occupancy& occ, const Series& se, const Axis& xa, const Axis& ya) {
+  bool have_prev = false;
+  double pu = 0, pv = 0;
+  for (std::size_t i = 0; i < se.x.size(); ++i) {
+    if (!std::isfinite(se.x[i]) || !std::isfinite(se.y[i])) {
+      have_prev = false;
+      continue;
+    }
+    const double u = xa.frac(se.x[i]), v = ya.frac(se.y[i]);
+    occ.point(u, v);
+    if (have_prev && se.style != Series::Style::Points) occ.segment(pu, pv, u, v);
+    have_prev = true;
+    pu = u;
+    pv = v;
+  }
+}
+
+// The legend box as kChartStyle draws it, in pixels: one 21.5 px row per
+// entry; the line sample, gaps and box take about 105 px besides the text.
+struct KeySize {
+  double w, h;
+};
+
+KeySize key_size(const std::vector<std::string>& names) {
+  return {text_px(longest(names), 11) + 105.0, 21.5 * static_cast<double>(names.size()) + 6.0};
+}
+
+// Where the legend goes: inside the plot in the first free spot of the
+// corners and the middle of the top and bottom edge; when all of them are
+// busy, under the plot, centred and laid out in rows, like the bar charts.
+// (Outside on the right would shift the plot area left, and gnuplot, which
+// centres the title on the plot area, then cuts the title off on the left.)
+std::string key_place(const Occupancy& occ, Frame f, KeySize key) {
+  // gnuplot leaves about 9 px (x) and 7 px (y) between border and legend;
+  // 6 px more keep the legend off point markers (radius about 5 px).
+  const double air = 6;
+  const double w = (key.w + 9 + air) / f.w, h = (key.h + 7 + air) / f.h, cw = (key.w / 2 + air) / f.w;
+  struct Spot {
+    const char* where;
+    Box box;
+  };
+  const std::array<Spot, 6> spots = {{{"right top", {1 - w, 1 - h, 1, 1}},
+                                      {"left top", {0, 1 - h, w, 1}},
+                                      {"right bottom", {1 - w, 0, 1, h}},
+                                      {"left bottom", {0, 0, w, h}},
+                                      {"center top", {0.5 - cw, 1 - h, 0.5 + cw, 1}},
+                                      {"center bottom", {0.5 - cw, 0, 0.5 + cw, h}}}};
+  if (w < 1 && h < 1) {
+    for (const Spot& s : spots) {
+      if (occ.count(s.box) == 0) return std::string("inside ") + s.where;
+    }
+  }
+  return "bmargin center horizontal noopaque nobox";
+}
+
+// Reference lines (RefLine): a dashed grey line across the plot and its
+// label in a small opaque white box (so a line passing behind it does not
+// strike through the text). The line is a constant function in the plot
+// command, not a `set arrow`: gnuplot draws front arrows after the front
+// labels, so an arrow would strike through every label, boxed or not,
+// while plot elements come before them. Its place in the plot command
+// decides what it covers (see lines() and bars()).
+std::string refline_clause(double y) {
+  return num(y) + " with lines dt (10,6) lw 1.4 lc rgb '#666666' notitle";
+}
+constexpr const char* kRefLabelStyle = "boxed tc rgb '#404040' font ',10' front";
+constexpr const char* kTextboxStyle = "set style textbox opaque noborder margins 1,1\n";
+constexpr double kRefLabelPt = 10;
+
+// The label box of a reference line at height v, in pixels: the text plus
+// the textbox margins; it sits 4..22 px above or below the line, and about
+// 9 px (one character, the label offset) in from the border.
+struct LabelSpot {
+  std::string at;  // `at ... offset ...` for `set label`
+  Box box;
+};
+
+LabelSpot refline_label_spot(const std::string& label, double y, double v, Frame f, bool right, bool above) {
+  const double w = (text_px(text_width(label), kRefLabelPt) + 6) / f.w, in = 9 / f.w;
+  const double near = 4 / f.h, far = 22 / f.h;
+  const Box box = {right ? 1 - in - w : in, above ? v + near : v - far, right ? 1 - in : in + w,
+                   above ? v + far : v - near};
+  // Offsets are in character units of the 11 pt default font (about 9 x 17 px).
+  return {fmt::format("at graph {}, first {} {} offset {},{}", right ? 1 : 0, num(y), right ? "right" : "left",
+                      right ? -1 : 1, above ? 0.75 : -0.75),
+          box};
+}
+
+// The first free spot for a reference line's label: above the line at the
+// right end, below it, then the same at the left end; when all are busy,
+// the least busy (the opaque box keeps the text readable).
+LabelSpot place_refline_label(const Occupancy& occ, const std::string& label, double y, double v, Frame f) {
+  std::optional<LabelSpot> best;
+  std::size_t best_count = 0;
+  for (bool right : {true, false}) {
+    for (bool above : {true, false}) {
+      LabelSpot spot = refline_label_spot(label, y, v, f, right, above);
+      if (!spot.box.inside_frame()) continue;
+      const std::size_t n = occ.count(spot.box);
+      if (n == 0) return spot;
+      if (!best || n < best_count) best = spot, best_count = n;
+    }
+  }
+  // Nothing fits inside the frame (a label as wide as the plot): above, right.
+  return best ? *best : refline_label_spot(label, y, v, f, true, v < 0.9);
 }
 
 // Common look of the 2-D charts: light grid behind, axes on two sides.
@@ -499,7 +810,6 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   const auto rows = static_cast<std::size_t>(h.values.rows());
   const auto cols = static_cast<std::size_t>(h.values.cols());
   const ColourScale scale = heatmap_scale(h);
-  constexpr double kPxPerPt = 96.0 / 72.0;  // pngcairo lays text out at 96 dpi
   const double char_px = 0.62 * base_pt * kPxPerPt;
 
   // Estimate the plot area to size the cell text: tic labels, axis labels,
@@ -535,7 +845,8 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // Tic labels take the border's colour unless told otherwise.
   s += "set border 15 lw 1 lc rgb '#808080'\nset tics scale 0 textcolor rgb '#1a1a1a'\n";
   s += "set size ratio -1 " + scale_xy + "\n";  // square cells
-  s += fmt::format("set title {} font ',{}'\n", gq(h.title), base_pt + 3);
+  // The title is centred on the square plot area; about width - 90 px fit.
+  s += title_command(h.title, width - 90.0, base_pt + 3, base_pt);
   s += fmt::format("set xlabel {} font ',{}'\nset ylabel {} font ',{}'\n", gq(h.xlabel), base_pt + 1, gq(h.ylabel),
                    base_pt + 1);
   s += fmt::format("set cblabel {} font ',{}'\n", gq(h.cblabel), base_pt);
@@ -610,6 +921,14 @@ void validate_series(std::string_view fn, const Series& se, std::size_t index, b
   }
 }
 
+// RefLine values must be finite (and positive on a log axis).
+void validate_hlines(std::string_view fn, const std::vector<RefLine>& hlines, bool logy) {
+  for (const RefLine& h : hlines) {
+    if (!std::isfinite(h.y)) bad_input(fn, fmt::format("hline '{}' has y = {}", h.label, h.y));
+    if (logy && h.y <= 0) bad_input(fn, fmt::format("log y axis but hline '{}' has y = {}", h.label, h.y));
+  }
+}
+
 // x values that are all powers of two (d_k = 4, 8, ..., 1024) get a base-2
 // log axis with a tic at each power; returns the tic list or "".
 std::string power_of_two_tics(const std::vector<Series>& series) {
@@ -675,11 +994,15 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   check_size("heatmap_grid", panel_px, panel_px);
   if (!available()) return skipped();
 
-  const int title_px = title.empty() ? 0 : 50;
   const int width = cols * panel_px;
-  const int height = rows * panel_px + title_px;
   // Smaller panels, smaller type: 9pt at 420 px.
   const double pt = std::clamp(panel_px / 46.0, 7.0, 11.0);
+  // A long title is set smaller or on two lines (fit_title); a second line
+  // needs more room above the panels.
+  const auto [title_text, title_pt] = fit_title(title, width - 40.0, pt + 7, pt + 2);
+  const bool two_lines = title_text.find('\n') != std::string::npos;
+  const int title_px = title.empty() ? 0 : two_lines ? 50 + static_cast<int>(std::lround(title_pt * 1.6)) : 50;
+  const int height = rows * panel_px + title_px;
   std::string body;
   // Panels are placed by hand (set origin / set size, in screen fractions)
   // rather than with `set multiplot layout`: the layout's `margins` option
@@ -688,7 +1011,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   // left to the overall title.
   const double top = 1.0 - static_cast<double>(title_px) / height;
   const double pw = 1.0 / cols, ph = top / rows;
-  body += fmt::format("set multiplot title {} font ',{:.0f}'\n", gq(title), pt + 7);
+  body += fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(title_text), title_pt);
   for (std::size_t k = 0; k < panels.size(); ++k) {
     const auto r = static_cast<int>(k) / cols, c = static_cast<int>(k) % cols;
     body += fmt::format("set origin {:.5f},{:.5f}\n", c * pw, top - (r + 1) * ph);
@@ -714,55 +1037,74 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width, int
   if (p.logy && ((p.ymin && *p.ymin <= 0) || (p.ymax && *p.ymax <= 0))) {
     bad_input("lines", "log y axis with ymin/ymax <= 0");
   }
-  if (p.ymin && p.ymax && !(*p.ymin < *p.ymax)) bad_input("lines", "ymin must be below ymax");
-  check_size("lines", width, height);
-  if (!available()) return skipped();
-
-  std::string s = kChartStyle;
-  s += "set title " + gq(p.title) + "\nset xlabel " + gq(p.xlabel) + "\nset ylabel " + gq(p.ylabel) + "\n";
-  if (p.logx) {
-    const std::string tics = power_of_two_tics(p.series);
-    if (!tics.empty()) {
-      s += "set logscale x 2\nset xtics " + tics + "\n";
-    } else {
-      s += "set logscale x 10\nset format x '%g'\n";
-    }
-    s += "set mxtics default\n";
+  if ((p.ymin && !std::isfinite(*p.ymin)) || (p.ymax && !std::isfinite(*p.ymax))) {
+    bad_input("lines", "ymin and ymax must be finite");
   }
-  if (p.logy) s += "set logscale y 10\nset format y '%g'\n";
-  s += fmt::format("set yrange [{}:{}]\n", p.ymin ? num(*p.ymin) : "*", p.ymax ? num(*p.ymax) : "*");
-  // Linear axes: autoscale exactly to the data (xfix/yfix: gnuplot would
-  // otherwise stretch the range to the next tic, e.g. 0..5 -> -1..6), then
-  // add a little air so no point sits on the frame. The offsets only move
-  // autoscaled ends, never a given ymin/ymax. Log axes keep whole decades.
-  if (!p.logx) s += "set autoscale xfix\n";
-  if (!p.logy) s += "set autoscale yfix\n";
-  s += fmt::format("set offsets graph {0}, graph {0}, graph {1}, graph {1}\n", p.logx ? 0.0 : 0.03,
-                   p.logy ? 0.0 : 0.05);
-
-  // Legend in the emptiest corner, judged on the points and the segments.
-  std::vector<std::pair<double, double>> pts;
-  auto tx = [&](double x) { return p.logx ? std::log10(x) : x; };
-  auto ty = [&](double y) { return p.logy ? std::log10(y) : y; };
+  if (p.ymin && p.ymax && !(*p.ymin < *p.ymax)) bad_input("lines", "ymin must be below ymax");
+  validate_hlines("lines", p.hlines, p.logy);
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   for (const auto& se : p.series) {
     for (std::size_t i = 0; i < se.x.size(); ++i) {
       if (!std::isfinite(se.x[i]) || !std::isfinite(se.y[i])) continue;
-      if (p.ymin && se.y[i] < *p.ymin) continue;
-      if (p.ymax && se.y[i] > *p.ymax) continue;
-      pts.emplace_back(tx(se.x[i]), ty(se.y[i]));
-      // Sample along the segment to the next point: a line crossing a corner
-      // occupies it even where there is no data point.
-      const bool segment = i + 1 < se.x.size() && se.style != Series::Style::Points &&
-                           std::isfinite(se.x[i + 1]) && std::isfinite(se.y[i + 1]);
-      if (segment) {
-        const double xa = tx(se.x[i]), xb = tx(se.x[i + 1]), ya = ty(se.y[i]), yb = ty(se.y[i + 1]);
-        for (int t = 1; t < 8; ++t) pts.emplace_back(xa + t / 8.0 * (xb - xa), ya + t / 8.0 * (yb - ya));
-      }
+      x0 = std::min(x0, se.x[i]), x1 = std::max(x1, se.x[i]);
+      y0 = std::min(y0, se.y[i]), y1 = std::max(y1, se.y[i]);
     }
   }
-  s += "set key " + key_place(pts) + "\n";
+  if (!(x0 <= x1)) bad_input("lines", "no point has a finite x and y");
+  check_size("lines", width, height);
+  if (!available()) return skipped();
 
+  // The ranges: ymin/ymax where given, else the data's ends (hlines
+  // included, so they are drawn) with a little air -- 3% of the width, 5%
+  // of the height -- so no point sits on the border. Log axes get the same
+  // air as a factor; their tics stay at the data values (see log_tics).
+  for (const RefLine& h : p.hlines) y0 = std::min(y0, h.y), y1 = std::max(y1, h.y);
+  const Axis xa = padded_axis(x0, x1, p.logx, 0.03);
+  const Axis ya = padded_axis(y0, y1, p.logy, 0.05, p.ymin, p.ymax);
+  const Frame frame = chart_frame(width, height, !p.title.empty(), !p.xlabel.empty());
+
+  std::string s = kChartStyle;
+  s += title_command(p.title, width - 90.0, 15, 11);
+  s += "set xlabel " + gq(p.xlabel) + "\nset ylabel " + gq(p.ylabel) + "\n";
+  if (p.logx) {
+    const std::string tics = power_of_two_tics(p.series);
+    s += "set logscale x\nset xtics " + (tics.empty() ? log_tics(xa) : tics) + "\n";
+  }
+  if (p.logy) s += "set logscale y\nset ytics " + log_tics(ya) + "\n";
+  s += "set xrange " + xa.range() + "\nset yrange " + ya.range() + "\n";
+
+  // What the legend and the hline labels must not cover.
+  Occupancy occ;
+  for (const auto& se : p.series) occupy_series(occ, se, xa, ya);
+
+  // Reference lines: all lines first, so no label lands on another line.
+  std::vector<std::pair<const RefLine*, double>> shown;  // line, graph height
+  for (const RefLine& h : p.hlines) {
+    const double v = ya.frac(h.y);
+    if (v < -1e-9 || v > 1 + 1e-9) continue;  // outside a given ymin..ymax
+    shown.emplace_back(&h, v);
+    occ.segment(0, v, 1, v);
+  }
+  if (!shown.empty()) s += kTextboxStyle;
+  int tag = 1;
+  for (auto [h, v] : shown) {
+    if (h->label.empty()) continue;
+    const LabelSpot spot = place_refline_label(occ, h->label, h->y, v, frame);
+    occ.box(spot.box);
+    s += fmt::format("set label {} {} {} {}\n", tag++, gq(h->label, false), spot.at, kRefLabelStyle);
+  }
+
+  // The legend, judged on the range actually drawn (so ymin/ymax headroom
+  // counts).
+  std::vector<std::string> names;
+  for (const auto& se : p.series) {
+    if (!se.name.empty()) names.push_back(se.name);
+  }
+  s += names.empty() ? std::string("unset key\n") : "set key " + key_place(occ, frame, key_size(names)) + "\n";
+
+  // Reference lines first, so the data is drawn over them.
   std::string plot = "plot ";
+  for (auto [h, v] : shown) plot += refline_clause(h->y) + ", \\\n     ";
   for (std::size_t k = 0; k < p.series.size(); ++k) {
     const Series& se = p.series[k];
     std::string data;
@@ -785,6 +1127,7 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
                                     c.groups[g].values.size(), c.categories.size()));
     }
   }
+  validate_hlines("bars", c.hlines, false);
   check_size("bars", width, height);
   if (!available()) return skipped();
 
@@ -801,23 +1144,51 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   }
+  for (const RefLine& h : c.hlines) lo = std::min(lo, h.y), hi = std::max(hi, h.y);
   if (lo == hi) hi = 1;
   const double span = hi - lo;
+  // Room above (and below) the bars for the value labels.
+  const Axis ya = {lo < 0 ? lo - 0.12 * span : 0.0, hi > 0 ? hi + 0.12 * span : 0.0, false};
+  const Frame frame = chart_frame(width, height, !c.title.empty(), false);
+
+  // Reference-line labels go at the right end of their line, which runs
+  // through the bars; so the x range is widened on the right by just enough
+  // empty space for the longest label (extra, in category units).
+  double label_px = 0;
+  for (const RefLine& h : c.hlines) {
+    if (!h.label.empty()) label_px = std::max(label_px, text_px(text_width(h.label), kRefLabelPt) + 20);
+  }
+  label_px = std::min(label_px, 0.5 * frame.w);  // a very long label may reach over the last bars
+  const double shown_units = static_cast<double>(ncat) + 0.2;  // -0.6 .. ncat - 0.4
+  const double extra = label_px > 0 ? label_px * shown_units / (frame.w - label_px) : 0.0;
 
   std::string s = kChartStyle;
   s += "set grid noxtics ytics\n";
-  s += "set title " + gq(c.title) + "\nset ylabel " + gq(c.ylabel) + "\n";
-  const std::size_t chars = longest(c.categories);
-  const double slot_px = (width - 160.0) / static_cast<double>(ncat);
+  s += title_command(c.title, width - 90.0, 15, 11);
+  s += "set ylabel " + gq(c.ylabel) + "\n";
+  // Category labels are rotated when they would touch their neighbours
+  // (12 pt, mostly digits in "d_k=1024"; 12 px of gap).
+  const double slot_px = frame.w / (shown_units + extra);
   s += fmt::format("set xtics {} scale 0 font ',12'", tic_list(c.categories, ncat, 60));
-  s += chars * 9.5 > slot_px ? " rotate by 30 right\n" : " norotate\n";
-  s += fmt::format("set xrange [-0.6:{}]\n", ncat - 0.4);
-  // Room above (and below) the bars for the value labels.
-  s += fmt::format("set yrange [{}:{}]\n", lo < 0 ? num(lo - 0.12 * span) : "0", hi > 0 ? num(hi + 0.12 * span) : "0");
+  s += text_px(longest(c.categories), 12, true) + 12 > slot_px ? " rotate by 30 right\n" : " norotate\n";
+  s += fmt::format("set xrange [-0.6:{}]\n", num(static_cast<double>(ncat) - 0.4 + extra));
+  s += "set yrange " + ya.range() + "\n";
   if (lo < 0) s += "set xzeroaxis lt -1 lw 1\n";
   // Legend under the axis: in the top margin it would sit above the title,
   // and inside the plot it would cover the tallest bars.
   s += "set key bmargin center horizontal noopaque nobox\n";
+
+  if (!c.hlines.empty()) s += kTextboxStyle;
+  for (std::size_t k = 0; k < c.hlines.size(); ++k) {
+    const RefLine& h = c.hlines[k];
+    const int tag = static_cast<int>(k) + 1;
+    if (h.label.empty()) continue;
+    // Above the line, or below it when the line runs along the top.
+    const double v = ya.frac(h.y);
+    const LabelSpot spot = refline_label_spot(h.label, h.y, v, frame, true, v + 24 / frame.h <= 1);
+    // Tags from 1000 on: the value labels below count from 1.
+    s += fmt::format("set label {} {} {} {}\n", 1000 + tag, gq(h.label, false), spot.at, kRefLabelStyle);
+  }
   s += "set style fill solid 0.9 border lc rgb '#303030'\n";
 
   const bool value_labels = ncat * ngroup <= 40;
@@ -841,6 +1212,27 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   }
   const bool general = biggest >= 1e5 || smallest < 1e-3;
   auto value_text = [&](double v) { return general ? fmt::format("{:.3g}", v) : fmt::format("{:.{}f}", v, decimals); };
+  // Value label size: about as wide as its bar (3 px over on each side
+  // still clears the neighbouring bar's label), 7 to 10 pt; 10 pt labels
+  // on narrow bars ran into each other.
+  std::size_t label_chars = 1;
+  for (const auto& g : c.groups) {
+    for (double v : g.values) {
+      if (std::isfinite(v)) label_chars = std::max(label_chars, value_text(v).size());
+    }
+  }
+  const double bar_px = slot_px * bar_w * 0.95;
+  const double value_pt = std::clamp(10.0 * (bar_px + 6) / text_px(label_chars, 10, true), 7.0, 10.0);
+  // Where a reference line passes through a value label (which sits 4 to
+  // 20 px beyond the end of its bar), the label gets an opaque box (the
+  // textbox style set with the lines) to keep it readable.
+  auto crossed = [&](double v) {
+    const double at = ya.frac(v) * frame.h;
+    return std::any_of(c.hlines.begin(), c.hlines.end(), [&](const RefLine& h) {
+      const double d = (ya.frac(h.y) * frame.h - at) * (v >= 0 ? 1 : -1);
+      return d > 1 && d < 23;
+    });
+  };
   int tag = 1;
   std::string plot = "plot ";
   for (std::size_t g = 0; g < ngroup; ++g) {
@@ -849,8 +1241,9 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
       const double v = c.groups[g].values[i];
       data += fmt::format("{} {}\n", num(bar_x(i, g)), num(v));
       if (value_labels && std::isfinite(v)) {
-        s += fmt::format("set label {} {} at {},{} center offset 0,{} font ',{}' tc rgb '#303030'\n", tag++,
-                         gq(value_text(v)), num(bar_x(i, g)), num(v), v >= 0 ? 0.7 : -0.7, ngroup * ncat > 20 ? 8 : 10);
+        s += fmt::format("set label {} {} at {},{} center offset 0,{} font ',{:.3g}' tc rgb '#303030' front{}\n",
+                         tag++, gq(value_text(v)), num(bar_x(i, g)), num(v), v >= 0 ? 0.7 : -0.7, value_pt,
+                         crossed(v) ? " boxed" : "");
       }
     }
     const std::string block = fmt::format("$bars{}", g);
@@ -858,6 +1251,8 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
     plot += fmt::format("{}{} using 1:2:({}) with boxes lc rgb '{}' {}", g ? ", \\\n     " : "", block,
                         num(bar_w * 0.95), cycle_colour(g), title_clause(c.groups[g].name));
   }
+  // Reference lines last: over the bars, under the (front) value labels.
+  for (const RefLine& h : c.hlines) plot += ", \\\n     " + refline_clause(h.y);
   s += plot + "\n";
   return render("bars", png_path, width, height, s);
 }
@@ -892,18 +1287,24 @@ std::string histogram(const std::string& png_path, const Histogram& h, int width
     }
   }
 
+  const Axis xa = {lo - bw, hi + bw, false}, ya = {0, top * 1.08, false};
   std::string s = kChartStyle;
-  s += "set title " + gq(h.title) + "\nset xlabel " + gq(h.xlabel) + "\nset ylabel " + gq(h.ylabel) + "\n";
-  s += fmt::format("set xrange [{}:{}]\nset yrange [0:{}]\n", num(lo - bw), num(hi + bw), num(top * 1.08));
-  std::vector<std::pair<double, double>> pts;
+  s += title_command(h.title, width - 90.0, 15, 11);
+  s += "set xlabel " + gq(h.xlabel) + "\nset ylabel " + gq(h.ylabel) + "\n";
+  s += "set xrange " + xa.range() + "\nset yrange " + ya.range() + "\n";
+  // The legend avoids the bars (each a box from 0 up to its count).
+  Occupancy occ;
+  std::vector<std::string> names;
   for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (!h.series[k].name.empty()) names.push_back(h.series[k].name);
     for (std::size_t b = 0; b < nb; ++b) {
-      for (int t = 0; t <= 4; ++t) pts.emplace_back(lo + (b + 0.5) * bw, counts[k][b] * t / 4.0);
+      if (counts[k][b] <= 0) continue;
+      const double b0 = lo + static_cast<double>(b) * bw;
+      occ.box({xa.frac(b0), 0, xa.frac(b0 + bw), ya.frac(counts[k][b])});
     }
   }
-  pts.emplace_back(lo - bw, 0);
-  pts.emplace_back(hi + bw, top * 1.08);
-  s += "set key " + key_place(pts) + "\n";
+  const Frame frame = chart_frame(width, height, !h.title.empty(), !h.xlabel.empty());
+  s += names.empty() ? std::string("unset key\n") : "set key " + key_place(occ, frame, key_size(names)) + "\n";
 
   std::string plot = "plot ";
   for (std::size_t k = 0; k < h.series.size(); ++k) {
@@ -946,7 +1347,7 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
   const double zlo = mn >= 0 ? 0.0 : mn;  // weights stand on the floor at 0
 
   std::string s;
-  s += "set title " + gq(sf.title) + " font ',15'\n";
+  s += title_command(sf.title, width - 60.0, 15, 11);
   // Looking down 55 degrees, turned 40 degrees: keys run along the front
   // left edge, the query axis goes into the picture with row 0 at the back
   // (like the top row of the heatmap).

@@ -5,6 +5,11 @@
 // call prints one line saying that figures are skipped, so chapter programs
 // still run.
 //
+// Layout is automatic: axis ranges get a little air beyond the data (log
+// axes too, as a factor), the legend goes in a free corner of the plot or,
+// when every corner is busy, under it, and a title too long for the figure
+// is set smaller or broken into two lines.
+//
 // Debugging a figure: with the environment variable SA_PLOT_KEEP_SCRIPT set,
 // the gnuplot script of each figure is kept next to it as <png>.gp.
 #pragma once
@@ -41,11 +46,22 @@ struct Series {
   enum class Style { Lines, Points, LinesPoints, Dashed } style = Style::LinesPoints;
 };
 
+// A horizontal reference line across the whole plot ("uniform 1/n",
+// "log n", "theory: 1"), drawn dashed grey with its label at the right end
+// (or, when data is in the way there, below the line or at the left end).
+struct RefLine {
+  double y = 0;
+  std::string label;  // may be empty: the line alone
+};
+
 struct LinePlot {
   std::string title, xlabel, ylabel;
   std::vector<Series> series;
   bool logx = false, logy = false;
+  // The y range drawn. Unset ends follow the data (and the hlines) with a
+  // little air. Series points outside are clipped; hlines outside are not drawn.
   std::optional<double> ymin, ymax;
+  std::vector<RefLine> hlines;
 };
 
 struct BarGroup {
@@ -57,6 +73,7 @@ struct BarChart {
   std::string title, ylabel;
   std::vector<std::string> categories;  // x axis
   std::vector<BarGroup> groups;         // drawn side by side per category
+  std::vector<RefLine> hlines;          // labels go right of the last bars
 };
 
 struct Histogram {

@@ -1,0 +1,123 @@
+// Every kind of figure draws a complete PNG (when gnuplot is installed), and
+// bad input is refused before gnuplot is started. Whether a figure *looks*
+// right is judged by opening it; this checks that it exists and is whole.
+#include "sa/plot.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace sa;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kTokens = {"the", "cat", "sat", "on", "the", "mat"};
+
+fs::path scratch_dir() {
+  const fs::path dir = fs::temp_directory_path() / "sa_test_plot";
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A PNG starts with its 8-byte signature and ends with the IEND chunk: a file
+// gnuplot had not finished writing fails the second check.
+bool is_complete_png(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string signature = "\x89PNG\r\n\x1a\n";
+  return bytes.size() > 100 && bytes.compare(0, 8, signature) == 0 &&
+         bytes.find("IEND", bytes.size() - 12) != std::string::npos;
+}
+
+Matrix causal_weights() {
+  Matrix w = Matrix::Zero(6, 6);
+  for (int i = 0; i < 6; ++i) w.row(i).head(i + 1).setConstant(1.0f / float(i + 1));
+  return w;
+}
+
+// Draws through `draw`; with gnuplot the PNG must be complete, without it
+// the function must return "" and write nothing.
+template <typename Draw>
+void require_drawn(const std::string& name, Draw draw) {
+  const std::string path = (scratch_dir() / name).string();
+  fs::remove(path);
+  const std::string written = draw(path);
+  if (plot::available()) {
+    REQUIRE(written == path);
+    CHECK(is_complete_png(path));
+  } else {
+    CHECK(written.empty());
+    CHECK_FALSE(fs::exists(path));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
+  plot::Heatmap h;
+  h.title = "causal weights";
+  h.values = causal_weights();
+  h.row_labels = h.col_labels = kTokens;
+  require_drawn("heatmap.png", [&](const std::string& p) { return plot::heatmap(p, h); });
+
+  plot::Heatmap masked = h;  // -inf cells, as masked scores have
+  for (int i = 0; i < 6; ++i)
+    for (int j = i + 1; j < 6; ++j) masked.values(i, j) = -std::numeric_limits<float>::infinity();
+  masked.diverging = true;
+  require_drawn("masked.png", [&](const std::string& p) { return plot::heatmap(p, masked); });
+
+  require_drawn("grid.png", [&](const std::string& p) { return plot::heatmap_grid(p, "grid", 1, 2, {h, masked}); });
+
+  plot::LinePlot lp;
+  lp.title = "variance";
+  lp.logx = lp.logy = true;
+  plot::Series s{"measured", {4, 8, 16, 32}, {4.1, 7.9, 16.2, 31.8}};
+  lp.series = {s};
+  lp.hlines = {{1.0, "theory: 1"}};
+  require_drawn("lines.png", [&](const std::string& p) { return plot::lines(p, lp); });
+
+  plot::BarChart bc;
+  bc.title = "entropy";
+  bc.categories = {"head 0", "head 1"};
+  bc.groups = {{"untrained", {1.7, 1.8}}, {"trained", {0.6, 1.1}}};
+  require_drawn("bars.png", [&](const std::string& p) { return plot::bars(p, bc); });
+
+  plot::Histogram hist;
+  hist.title = "scores";
+  hist.series = {{"raw", {-2, -1, 0, 0, 1, 2, 3}, {}}};
+  require_drawn("hist.png", [&](const std::string& p) { return plot::histogram(p, hist); });
+
+  plot::Surface surf;
+  surf.title = "surface";
+  surf.z = causal_weights();
+  surf.row_labels = surf.col_labels = kTokens;
+  require_drawn("surface.png", [&](const std::string& p) { return plot::surface(p, surf); });
+}
+
+TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
+  const std::string path = (scratch_dir() / "refused.png").string();
+  plot::Heatmap empty;
+  CHECK_THROWS_AS(plot::heatmap(path, empty), std::invalid_argument);
+  plot::Heatmap wrong_labels;
+  wrong_labels.values = Matrix::Ones(3, 3);
+  wrong_labels.row_labels = {"a", "b"};
+  CHECK_THROWS_AS(plot::heatmap(path, wrong_labels), std::invalid_argument);
+  plot::Heatmap ok;
+  ok.values = Matrix::Ones(2, 2);
+  CHECK_THROWS_AS(plot::heatmap_grid(path, "t", 2, 2, {ok}), std::invalid_argument);
+  plot::LinePlot uneven;
+  uneven.series = {{"s", {1, 2, 3}, {1, 2}}};
+  CHECK_THROWS_AS(plot::lines(path, uneven), std::invalid_argument);
+  plot::LinePlot log_of_zero;
+  log_of_zero.logy = true;
+  log_of_zero.series = {{"s", {1, 2}, {0, 1}}};
+  CHECK_THROWS_AS(plot::lines(path, log_of_zero), std::invalid_argument);
+  CHECK_FALSE(fs::exists(path));
+}
