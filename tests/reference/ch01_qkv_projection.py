@@ -3,25 +3,14 @@
 The C++ chapter draws its parameters in this same order from a generator
 seeded the same way, so its numbers must match these.
 """
-import math
 
 import torch
 import torch.nn as nn
 
-from fixtures import write_fixtures
+from fixtures import sinusoidal, write_fixtures
 
 torch.set_printoptions(precision=6)
 out = {}
-
-
-def sinusoidal(seq_len, d_model):
-    # Computed in float64 and rounded once: the exact value the C++ aims for.
-    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
-    for pos in range(seq_len):
-        for j in range(d_model):
-            angle = pos / (10000.0 ** ((j - j % 2) / d_model))
-            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-    return pe.float()
 
 
 def linear_params(prefix, layer):

@@ -11,19 +11,9 @@ import math
 import torch
 import torch.nn as nn
 
-from fixtures import write_fixtures
+from fixtures import sinusoidal, write_fixtures
 
 out = {}
-
-
-def sinusoidal(seq_len, d_model):
-    # The same float64-then-round encoding as chapter 1's reference.
-    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
-    for pos in range(seq_len):
-        for j in range(d_model):
-            angle = pos / (10000.0 ** ((j - j % 2) / d_model))
-            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-    return pe.float()
 
 
 def scaled(Q, K):

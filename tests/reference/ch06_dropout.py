@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fixtures import write_fixtures
+from fixtures import sinusoidal, write_fixtures
 
 out = {}
 
@@ -68,16 +68,6 @@ out["nodraw.rand"] = torch.rand(6)  # the same numbers as right after torch.rand
 
 
 # --- the running example: "the cat sat on the mat", seed 42, d_model 64 ------
-def sinusoidal(seq_len, d_model):
-    # Same float64-then-round encoding as tests/reference/ch01_qkv_projection.py.
-    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
-    for pos in range(seq_len):
-        for j in range(d_model):
-            angle = pos / (10000.0 ** ((j - j % 2) / d_model))
-            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-    return pe.float()
-
-
 torch.manual_seed(42)
 words = "the cat sat on the mat".split()
 vocab = list(dict.fromkeys(words))

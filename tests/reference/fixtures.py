@@ -6,6 +6,7 @@
 float32 values get 9 significant digits, enough to round-trip every float32
 exactly, so the C++ side can compare bit for bit where that is the claim.
 """
+import math
 import os
 
 import torch
@@ -41,3 +42,14 @@ def write_fixtures(file_name, tensors, comment=""):
             for start in range(0, len(values), 8):
                 out.write(" ".join(_format(v, is_float) for v in values[start:start + 8]) + "\n")
     print("wrote", os.path.relpath(path))
+
+
+def sinusoidal(seq_len, d_model):
+    """Chapter 1's positional encoding, computed in float64 and rounded once:
+    the exact value the C++ aims for. Shared by every chapter's script."""
+    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+    for pos in range(seq_len):
+        for j in range(d_model):
+            angle = pos / (10000.0 ** ((j - j % 2) / d_model))
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe.float()
