@@ -22,13 +22,6 @@ const Fixtures& fx() {
   return f;
 }
 
-Linear fixture_linear(const std::string& prefix) {
-  Linear layer;
-  layer.W = fx().matrix(prefix + ".W");
-  if (fx().has(prefix + ".b")) layer.b = RowVector(fx().matrix(prefix + ".b"));
-  return layer;
-}
-
 }  // namespace
 
 TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
@@ -72,7 +65,7 @@ TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encodin
 
 TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
   const Matrix X = fx().matrix("lin.X");
-  Linear layer = fixture_linear("lin");
+  Linear layer = fx().linear("lin");
   require_close("linear(X, W, b)", linear(X, layer), fx().matrix("lin.Y"), kFloat32);
   layer.b.reset();
   require_close("linear(X, W) without bias", linear(X, layer), fx().matrix("lin.Y_nobias"), kFloat32);
@@ -87,7 +80,7 @@ TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
 
 TEST_CASE("project_qkv: the tutorial's d_model 8, d_k 4 example", "[ch01][project_qkv]") {
   const Matrix X = fx().matrix("small.X");
-  Linear W_q = fixture_linear("small.W_q"), W_k = fixture_linear("small.W_k"), W_v = fixture_linear("small.W_v");
+  Linear W_q = fx().linear("small.W_q"), W_k = fx().linear("small.W_k"), W_v = fx().linear("small.W_v");
   const QKV qkv = project_qkv(X, W_q, W_k, W_v);
   require_close("Q", qkv.Q, fx().matrix("small.Q"), kFloat32);
   require_close("K", qkv.K, fx().matrix("small.K"), kFloat32);

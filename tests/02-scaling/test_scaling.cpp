@@ -4,6 +4,7 @@
 #include "02-scaling/scaling.hpp"
 
 #include "01-qkv-projection/qkv.hpp"
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/nn.hpp"
 #include "sa/rng.hpp"
 #include "sa/text.hpp"
@@ -52,13 +53,8 @@ TEST_CASE("scaled_scores: hand-derived 2 x 3 example", "[ch02][scaled_scores]") 
 TEST_CASE("scaled_scores: the running example matches PyTorch", "[ch02][scaled_scores]") {
   // The chapter program's path: chapter 1's Q and K of "the cat sat on the
   // mat" (seed 42, d_model 64, d_k 64), then the scores divided by 8.
-  const auto tokens = tokenize("the cat sat on the mat");
-  const Vocabulary vocab(tokens);
   Generator gen(42);
-  const Matrix table = make_embedding(gen, vocab.size(), 64);
-  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
   // 64-term float32 sums in another order than PyTorch's, then an exact
   // division by 8: kFloat32.
   require_close("scaled_scores(Q, K)", scaled_scores(qkv.Q, qkv.K), fx().matrix("run.scaled"), kFloat32);

@@ -4,6 +4,7 @@
 #include "03-softmax/softmax.hpp"
 
 #include "01-qkv-projection/qkv.hpp"
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/nn.hpp"
 #include "sa/rng.hpp"
 #include "sa/text.hpp"
@@ -279,13 +280,8 @@ TEST_CASE("softmax_backward: hand-derived properties", "[ch03][softmax_backward]
 
 TEST_CASE("attention: the running example matches PyTorch from the seed on", "[ch03][attention]") {
   // The chapter program's path: chapter 1 builds Q, K, V from seed 42.
-  const auto tokens = tokenize("the cat sat on the mat");
-  const Vocabulary vocab(tokens);
   Generator gen(42);
-  const Matrix table = make_embedding(gen, vocab.size(), 64);
-  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
 
   const Attention a = attention(qkv.Q, qkv.K, qkv.V);
   require_shape("attention(Q, K, V).weights", a.weights, 6, 6);

@@ -27,27 +27,6 @@ const Fixtures& fx() {
   return f;
 }
 
-// The four layers of a PyTorch MultiHeadAttention written under `prefix`.
-AttentionParams fixture_params(const std::string& prefix) {
-  auto layer = [&](const std::string& name) {
-    Linear l;
-    l.W = fx().matrix(prefix + "." + name + ".W");
-    l.b = RowVector(fx().matrix(prefix + "." + name + ".b"));
-    return l;
-  };
-  return {layer("W_q"), layer("W_k"), layer("W_v"), layer("W_o")};
-}
-
-// A (batch, heads, seq, d) fixture as a Tensor4 (same contiguous order).
-Tensor4 fixture_tensor(const std::string& name) {
-  const Shape& s = fx().shape(name);
-  REQUIRE(s.size() == 4);
-  Tensor4 t(s[0], s[1], s[2], s[3]);
-  const auto& values = fx().f32(name);
-  std::copy(values.begin(), values.end(), t.data());
-  return t;
-}
-
 // Shape first, then every (b, h) slice as a matrix, so a failure names the
 // sequence and the head: "weights[1, 2]: largest error ... at [3, 0]".
 void require_close(const std::string& what, const Tensor4& actual, const Tensor4& expected, Tolerance tol) {
@@ -94,7 +73,7 @@ TEST_CASE("split_heads: matches PyTorch's view + transpose", "[ch04][split_heads
   // (2 * 3, 8) -> (2, 4, 3, 2). Splitting copies numbers and computes
   // nothing, so bit for bit.
   const Tensor4 heads = split_heads(fx().matrix("split.X"), 2, 4);
-  require_close("split_heads(X, 2, 4)", heads, fixture_tensor("split.heads"), kBitExact);
+  require_close("split_heads(X, 2, 4)", heads, fx().tensor4("split.heads"), kBitExact);
 }
 
 TEST_CASE("split_heads: head h of sequence b is a column block of that sequence's rows", "[ch04][split_heads]") {
@@ -133,7 +112,7 @@ TEST_CASE("split_heads: refuses sizes that do not divide", "[ch04][split_heads]"
 
 TEST_CASE("combine_heads: matches PyTorch's transpose + reshape", "[ch04][combine_heads]") {
   // (3, 2, 4, 5) -> (3 * 4, 2 * 5): copies only, bit for bit.
-  const Matrix X = combine_heads(fixture_tensor("combine.heads"));
+  const Matrix X = combine_heads(fx().tensor4("combine.heads"));
   require_close("combine_heads(heads)", X, fx().matrix("combine.X"), kBitExact);
 }
 
@@ -150,7 +129,7 @@ TEST_CASE("combine_heads(split_heads(X)) == X exactly", "[ch04][combine_heads]")
     require_close(what, combine_heads(split_heads(X, c.batch, c.n_heads)), X, kBitExact);
   }
   // And the other way round: split_heads(combine_heads(T)) == T.
-  const Tensor4 T = fixture_tensor("combine.heads");
+  const Tensor4 T = fx().tensor4("combine.heads");
   require_close("split_heads(combine_heads(T), 3, 2)", split_heads(combine_heads(T), T.batch(), T.heads()), T,
                 kBitExact);
 }
@@ -159,22 +138,22 @@ TEST_CASE("combine_heads(split_heads(X)) == X exactly", "[ch04][combine_heads]")
 // multi_head_attention
 
 TEST_CASE("multi_head_attention: a batch of 3 sequences matches PyTorch", "[ch04][multi_head_attention]") {
-  const AttentionParams params = fixture_params("batch");
+  const AttentionParams params = fx().attention_params("batch");
   const Matrix X = fx().matrix("batch.X_q");  // 3 sequences of 5 tokens, d_model 16
   const MultiHead mh = multi_head_attention(X, X, 3, params, 4);
   // Products of 16 terms, a softmax over 5 keys, 4 more products: float32
   // summation order is the only difference from PyTorch.
-  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fixture_tensor("batch.weights"), kFloat32);
+  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("batch.weights"), kFloat32);
   require_close("output (batch * seq, d_model)", mh.output, fx().matrix("batch.output"), kFloat32);
 }
 
 TEST_CASE("multi_head_attention: cross-attention, 4 queries over 7 keys", "[ch04][multi_head_attention]") {
-  const AttentionParams params = fixture_params("cross");
+  const AttentionParams params = fx().attention_params("cross");
   const Matrix X_q = fx().matrix("cross.X_q");    // 2 sequences of 4 queries, d_model 12
   const Matrix X_kv = fx().matrix("cross.X_kv");  // 2 sequences of 7 keys/values
   const MultiHead mh = multi_head_attention(X_q, X_kv, 2, params, 3);
   // Same operations as the batch case, at most 12-term sums: kFloat32.
-  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fixture_tensor("cross.weights"), kFloat32);
+  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("cross.weights"), kFloat32);
   require_close("output (batch * seq_q, d_model)", mh.output, fx().matrix("cross.output"), kFloat32);
 }
 
@@ -196,14 +175,14 @@ TEST_CASE("multi_head_attention: the chapter's running example from the seed", "
 
   const MultiHead mh = multi_head_attention(X, X, 1, params, 4);
   // 64-term products and scores of a few units: float32 ordering only.
-  require_close("Q split into heads", split_heads(linear(X, params.W_q), 1, 4), fixture_tensor("run.Q_heads"),
+  require_close("Q split into heads", split_heads(linear(X, params.W_q), 1, 4), fx().tensor4("run.Q_heads"),
                 kFloat32);
-  require_close("weights (1, 4, 6, 6)", mh.weights, fixture_tensor("run.weights"), kFloat32);
+  require_close("weights (1, 4, 6, 6)", mh.weights, fx().tensor4("run.weights"), kFloat32);
   require_close("output (1, 6, 64)", mh.output, fx().matrix("run.output"), kFloat32);
 
   const Matrix X_dec = gen.randn(10, 64), X_enc = gen.randn(50, 64);
   const MultiHead cross = multi_head_attention(X_dec, X_enc, 1, params, 4);
-  require_close("cross weights (1, 4, 10, 50)", cross.weights, fixture_tensor("run.cross.weights"), kFloat32);
+  require_close("cross weights (1, 4, 10, 50)", cross.weights, fx().tensor4("run.cross.weights"), kFloat32);
   require_close("cross output (1, 10, 64)", cross.output, fx().matrix("run.cross.output"), kFloat32);
 }
 

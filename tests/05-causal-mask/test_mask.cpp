@@ -39,27 +39,6 @@ Matrix block(const std::string& name, int64_t index) {
   return ConstMatrixMap(fx().f32(name).data() + index * rows * cols, rows, cols);
 }
 
-// A fixture of shape (B, S, D) as the (B * S, D) matrix chapter 4 works on.
-Matrix stacked(const std::string& name) {
-  const Shape& s = fx().shape(name);
-  return ConstMatrixMap(fx().f32(name).data(), s[0] * s[1], s[2]);
-}
-
-Mask mask_fixture(const std::string& name) {
-  const Shape& s = fx().shape(name);
-  const auto& values = fx().i64(name);
-  Mask mask(s[0], s[1]);
-  for (int64_t k = 0; k < mask.size(); ++k) mask.data()[k] = values[size_t(k)] != 0;
-  return mask;
-}
-
-AttentionParams params_fixture(const std::string& prefix) {
-  auto layer = [&](const std::string& name) {
-    return Linear{fx().matrix(prefix + "." + name + ".W"), RowVector(fx().matrix(prefix + "." + name + ".b"))};
-  };
-  return {layer("W_q"), layer("W_k"), layer("W_v"), layer("W_o")};
-}
-
 // The mask the test expects, written out from its definition.
 template <typename Allowed>
 Mask mask_where(int64_t rows, int64_t cols, Allowed allowed) {
@@ -144,7 +123,7 @@ TEST_CASE("causal_mask: true on and below the diagonal", "[ch05][causal_mask]") 
 TEST_CASE("apply_mask: -inf where the mask forbids, the scores untouched elsewhere", "[ch05][apply_mask]") {
   // masked_fill copies values and writes -inf: nothing is computed, so bit
   // for bit (require_close treats -inf as equal only to -inf).
-  const Matrix masked = apply_mask(fx().matrix("am.scores"), mask_fixture("am.mask"));
+  const Matrix masked = apply_mask(fx().matrix("am.scores"), fx().mask("am.mask"));
   require_close("apply_mask(scores, mask)", masked, fx().matrix("am.masked"), kBitExact);
 }
 
@@ -283,7 +262,7 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
   // holds its NaN rows); the book's choice is zeros for exactly those rows
   // and PyTorch's values everywhere else.
   const Attention a =
-      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), mask_fixture("fm.mask"));
+      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), fx().mask("fm.mask"));
   const Matrix torch_weights = fx().matrix("fm.torch_weights"), torch_output = fx().matrix("fm.torch_output");
   require_no_nan("weights", a.weights);
   require_no_nan("output", a.output);
@@ -321,8 +300,8 @@ TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong 
 // sums through four projections, all in float32: kFloat32.
 TEST_CASE("masked_attention: multi-head causal attention, batch 2, 4 heads, matches PyTorch",
           "[ch05][masked_attention]") {
-  const AttentionParams params = params_fixture("mh");
-  const Matrix X = stacked("mh.X");
+  const AttentionParams params = fx().attention_params("mh");
+  const Matrix X = fx().stacked("mh.X");
   const Mask mask = causal(5);
   const HeadAttention head = [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) {
     return masked_attention(Q, K, V, mask);
@@ -335,13 +314,13 @@ TEST_CASE("masked_attention: multi-head causal attention, batch 2, 4 heads, matc
       require_close(name, Matrix(mh.weights.view(b, h)), block("mh.causal.weights", b * 4 + h), kFloat32);
       require_causal(name, Matrix(mh.weights.view(b, h)));
     }
-  require_close("output", mh.output, stacked("mh.causal.output"), kFloat32);
+  require_close("output", mh.output, fx().stacked("mh.causal.output"), kFloat32);
 }
 
 TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matches PyTorch",
           "[ch05][masked_attention]") {
-  const AttentionParams params = params_fixture("mh");
-  const Matrix X = stacked("mh.X");
+  const AttentionParams params = fx().attention_params("mh");
+  const Matrix X = fx().stacked("mh.X");
   const auto& lengths = fx().i64("mh.lengths");
   std::vector<Mask> masks;
   for (int64_t length : lengths)
@@ -356,7 +335,7 @@ TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matche
     for (int64_t h = 0; h < 4; ++h)
       require_close(fmt::format("weights[{}, {}] (length {})", b, h, lengths[size_t(b)]), Matrix(mh.weights.view(b, h)),
                     block("mh.padcausal.weights", b * 4 + h), kFloat32);
-  require_close("output", mh.output, stacked("mh.padcausal.output"), kFloat32);
+  require_close("output", mh.output, fx().stacked("mh.padcausal.output"), kFloat32);
 }
 
 TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads", "[ch05][masked_attention]") {

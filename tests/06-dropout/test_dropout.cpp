@@ -5,6 +5,7 @@
 
 #include "01-qkv-projection/qkv.hpp"
 #include "03-softmax/softmax.hpp"
+#include "01-qkv-projection/running_example.hpp"
 #include "sa/nn.hpp"
 #include "sa/rng.hpp"
 #include "sa/text.hpp"
@@ -27,16 +28,6 @@ namespace {
 const Fixtures& fx() {
   static const Fixtures f("06-dropout.txt");
   return f;
-}
-
-// An i64 0/1 fixture as a (rows, cols) mask.
-Mask mask_of(const std::string& name) {
-  const Shape& s = fx().shape(name);
-  const auto& v = fx().i64(name);
-  const int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.back();
-  Mask m(rows, cols);
-  for (int64_t k = 0; k < rows * cols; ++k) m(k / cols, k % cols) = v[size_t(k)] != 0;
-  return m;
 }
 
 // Masks compare exactly; a failure names the first differing element and
@@ -85,7 +76,7 @@ TEST_CASE("dropout: the keep mask and output match F.dropout for the same seed",
     const DropoutResult r = dropout(x, c.p, gen);
     const std::string what = fmt::format("dropout(x {}, p = {}) with seed {}", shape_str(x), c.p, c.seed);
     // The mask is decided by the random draws alone: bit for bit.
-    require_same_mask(what + ".keep", r.keep, mask_of(prefix + ".keep"));
+    require_same_mask(what + ".keep", r.keep, fx().mask(prefix + ".keep"));
     // x * (1.0f / float(1 - p)), one float multiplication rounded like PyTorch's.
     require_close(what + ".output", r.output, fx().matrix(prefix + ".y"), kBitExact);
   }
@@ -97,26 +88,21 @@ TEST_CASE("dropout: a second call continues the stream where the first stopped",
   gen.rand(x.rows(), x.cols());  // PyTorch drew x from this seed first
   const DropoutResult first = dropout(x, 0.4, gen);
   const DropoutResult second = dropout(x, 0.4, gen);
-  require_same_mask("first dropout(x, 0.4)", first.keep, mask_of("twice.keep1"));
-  require_same_mask("second dropout(x, 0.4) on the same generator", second.keep, mask_of("twice.keep2"));
+  require_same_mask("first dropout(x, 0.4)", first.keep, fx().mask("twice.keep1"));
+  require_same_mask("second dropout(x, 0.4) on the same generator", second.keep, fx().mask("twice.keep2"));
 }
 
 TEST_CASE("dropout: the running example's weights, straight after the parameters", "[ch06][dropout]") {
   // Chapter 3's weights, rebuilt from seed 42 with chapters 1 and 3, then one
   // dropout with p = 0.1 on the same generator, as the chapter program does.
   Generator gen(42);
-  const auto tokens = tokenize("the cat sat on the mat");
-  const Vocabulary vocab(tokens);
-  const Matrix table = make_embedding(gen, vocab.size(), 64);
-  const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
-  const Linear W_q = make_linear(gen, 64, 64), W_k = make_linear(gen, 64, 64), W_v = make_linear(gen, 64, 64);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
+  const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
   const Matrix weights = attention(qkv.Q, qkv.K, qkv.V).weights;
   const DropoutResult r = dropout(weights, 0.1, gen);
   // The weights go through softmax and matrix products: kFloat32. The mask
   // depends only on the draws: bit for bit.
   require_close("weights", weights, fx().matrix("run.weights"), kFloat32);
-  require_same_mask("dropout(weights, 0.1).keep", r.keep, mask_of("run.keep"));
+  require_same_mask("dropout(weights, 0.1).keep", r.keep, fx().mask("run.keep"));
   require_close("dropout(weights, 0.1).output", r.output, fx().matrix("run.dropped"), kFloat32);
 }
 
@@ -226,7 +212,7 @@ TEST_CASE("dropout_backward: matches PyTorch autograd for the forward's mask", "
   // x.grad of F.dropout(x, 0.42) for an upstream gradient d_out: one float
   // multiplication per kept element, like the forward: bit for bit. (At
   // p = 0.42, float(1 / (1 - p)) is one ulp off PyTorch's 1.0f / float(1 - p).)
-  const Matrix d_x = dropout_backward(fx().matrix("bw.d_out"), mask_of("bw.keep"), 0.42);
+  const Matrix d_x = dropout_backward(fx().matrix("bw.d_out"), fx().mask("bw.keep"), 0.42);
   require_close("dropout_backward(d_out, keep, 0.42)", d_x, fx().matrix("bw.d_x"), kBitExact);
 }
 
@@ -234,7 +220,7 @@ TEST_CASE("dropout_backward: a given mask is applied as PyTorch applies its own"
   // With its mask fixed, dropout is the linear map x -> x * keep / (1 - p),
   // and its backward is the same map applied to the gradient. PyTorch
   // computes it as x * (keep / (1 - p)) in float32: bit for bit.
-  const Matrix y = dropout_backward(fx().matrix("fixed.x"), mask_of("fixed.keep"), 0.48);
+  const Matrix y = dropout_backward(fx().matrix("fixed.x"), fx().mask("fixed.keep"), 0.48);
   require_close("x * keep / (1 - 0.48) for a hand-made mask", y, fx().matrix("fixed.y"), kBitExact);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -95,6 +96,44 @@ Matrix Fixtures::matrix(const std::string& name, int64_t b) const {
     throw std::runtime_error(fmt::format("{}: '{}' has shape {}, no batch {}", file_, name, shape_str(e.shape), b));
   const int64_t r = e.shape[1], c = e.shape[2];
   return ConstMatrixMap(f32(name).data() + b * r * c, r, c);
+}
+
+Matrix Fixtures::stacked(const std::string& name) const {
+  const Shape& s = shape(name);
+  if (s.size() != 3)
+    throw std::runtime_error(fmt::format("{}: '{}' has shape {}, not (B, S, D)", file_, name, shape_str(s)));
+  return ConstMatrixMap(f32(name).data(), s[0] * s[1], s[2]);
+}
+
+Tensor4 Fixtures::tensor4(const std::string& name) const {
+  const Shape& s = shape(name);
+  if (s.size() != 4)
+    throw std::runtime_error(fmt::format("{}: '{}' has shape {}, not 4-D", file_, name, shape_str(s)));
+  Tensor4 t(s[0], s[1], s[2], s[3]);
+  const auto& values = f32(name);
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+Mask Fixtures::mask(const std::string& name) const {
+  const Shape& s = shape(name);
+  if (s.size() != 2)
+    throw std::runtime_error(fmt::format("{}: '{}' has shape {}, not a 2-D mask", file_, name, shape_str(s)));
+  const auto& values = i64(name);
+  Mask m(s[0], s[1]);
+  for (int64_t k = 0; k < m.size(); ++k) m.data()[k] = values[size_t(k)] != 0;
+  return m;
+}
+
+Linear Fixtures::linear(const std::string& prefix) const {
+  Linear layer;
+  layer.W = matrix(prefix + ".W");
+  if (has(prefix + ".b")) layer.b = RowVector(matrix(prefix + ".b"));
+  return layer;
+}
+
+AttentionParams Fixtures::attention_params(const std::string& prefix) const {
+  return {linear(prefix + ".W_q"), linear(prefix + ".W_k"), linear(prefix + ".W_v"), linear(prefix + ".W_o")};
 }
 
 }  // namespace sa::test

@@ -9,6 +9,7 @@
 // every float32 exactly, so "bit for bit" comparisons are meaningful.
 #pragma once
 
+#include "sa/nn.hpp"
 #include "sa/tensor.hpp"
 
 #include <map>
@@ -32,6 +33,16 @@ class Fixtures {
   Matrix matrix(const std::string& name) const;
   // Rows [b] of a (B, R, C) tensor, as an (R, C) matrix.
   Matrix matrix(const std::string& name, int64_t b) const;
+  // A (B, S, D) tensor as the (B * S, D) matrix a batch is stored in.
+  Matrix stacked(const std::string& name) const;
+  // A (B, H, S, D) tensor, same contiguous order.
+  Tensor4 tensor4(const std::string& name) const;
+  // A 2-D i64 tensor of 0/1 (PyTorch bool masks are written that way).
+  Mask mask(const std::string& name) const;
+  // A layer written as <prefix>.W (d_in, d_out) and, if present, <prefix>.b.
+  Linear linear(const std::string& prefix) const;
+  // <prefix>.W_q, .W_k, .W_v, .W_o, each a linear().
+  AttentionParams attention_params(const std::string& prefix) const;
 
  private:
   struct Entry {
