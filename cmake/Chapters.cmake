@@ -47,3 +47,11 @@ sa_add_chapter(03 softmax)
 sa_add_chapter(04 multi-head)
 sa_add_chapter(05 causal-mask)
 sa_add_chapter(06 dropout)
+sa_add_chapter(07 training)
+
+# Chapter 7's benchmark: the median time of a training step and an epoch of
+# the reversal task, and the time to 99% held-out accuracy (always the
+# reference solutions: it measures the book's code, not the reader's).
+add_executable(07-training-bench ${PROJECT_SOURCE_DIR}/chapters/07-training/bench.cpp)
+target_link_libraries(07-training-bench PRIVATE ${SA_07_SOLUTIONS_LIBS})
+set_target_properties(07-training-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

@@ -1,0 +1,190 @@
+// Chapter 7's benchmark (not a test): how fast the hand-written training
+// of the reversal task runs.
+//
+//   - the median time of one training step (forward, loss, backward, Adam)
+//     of a full batch;
+//   - the median time of one epoch (every batch, then the held-out
+//     evaluation), and 100 epochs projected from it;
+//   - the time a training run from the seed needs to reach 99% held-out
+//     token accuracy;
+//   - with --pytorch, the PyTorch twin's median step on one thread
+//     (tests/reference/ch07_training.py --bench), measured in the same run
+//     so the ratio compares like with like.
+//
+// Wall-clock times and the thread's CPU time are both reported: on a busy
+// machine the CPU time is the one that does not count other programs' turns.
+// Pin it to one core for stable numbers: taskset -c 0 07-training-bench
+#include "07-training/model.hpp"
+#include "07-training/reversal.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/rng.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace sa;
+
+namespace {
+
+struct Times {
+  double wall = 0, cpu = 0;
+};
+
+Times now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+          double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec)};
+}
+Times operator-(Times a, Times b) { return {a.wall - b.wall, a.cpu - b.cpu}; }
+
+Times median(std::vector<Times> v) {
+  std::vector<double> w, c;
+  for (const Times& t : v) {
+    w.push_back(t.wall);
+    c.push_back(t.cpu);
+  }
+  std::sort(w.begin(), w.end());
+  std::sort(c.begin(), c.end());
+  return {w[w.size() / 2], c[c.size() / 2]};
+}
+
+// The chapter's setup from a seed, in the PyTorch twin's order.
+struct Setup {
+  ReversalTask task;
+  ModelConfig cfg;
+  Generator gen;
+  std::unique_ptr<TinyTransformer> model;
+  ReversalData train, test;
+  explicit Setup(uint64_t seed) : gen(seed) {
+    cfg.max_seq = task.sample_len();
+    model = std::make_unique<TinyTransformer>(cfg, gen);
+    train = make_reversal_data(gen, 5000, task);
+    test = make_reversal_data(gen, 500, task);
+  }
+};
+
+constexpr int64_t kBatch = 128;
+
+// One epoch: a fresh permutation, every batch, then the held-out score.
+Score run_epoch(Setup& s, Adam& adam, std::vector<int64_t>& ids, std::vector<int64_t>& targets) {
+  const std::vector<int64_t> perm = s.gen.randperm(s.train.count);
+  for (int64_t begin = 0; begin < s.train.count; begin += kBatch) {
+    const int64_t end = std::min(s.train.count, begin + kBatch);
+    make_batch(s.train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), s.task, ids,
+               targets);
+    train_step(*s.model, adam, ids, targets, end - begin);
+  }
+  return evaluate(*s.model, s.test, s.task, ids, targets);
+}
+
+std::optional<double> pytorch_step_ms(int64_t steps) {
+  const std::string cmd = fmt::format("/usr/bin/python3 {}/tests/reference/ch07_training.py --bench {} 2>&1",
+                                      SA_SOURCE_DIR, steps);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return std::nullopt;
+  std::array<char, 512> line{};
+  std::optional<double> ms;
+  while (fgets(line.data(), int(line.size()), pipe.get())) {
+    double v = 0;
+    if (std::sscanf(line.data(), "pytorch_step_ms %lf", &v) == 1) ms = v;
+    else fmt::print("    {}", line.data());
+  }
+  return ms;
+}
+
+void run(int argc, char** argv) {
+  int64_t steps = 200, epochs = 5, max_epochs = 40, torch_steps = 40;
+  bool pytorch = false;
+  Cli cli("07-training", "Benchmark of chapter 7's training on the reversal task (seed 004's setup: d_model 32, "
+                         "4 heads, 2 layers, batch 128, 5000 samples).");
+  cli.add("--steps", &steps, "training steps timed for the step median", IntRange{5, 100000});
+  cli.add("--epochs", &epochs, "epochs timed for the epoch median", IntRange{1, 1000});
+  cli.add("--max-epochs", &max_epochs, "give up the run to 99% after this many epochs", IntRange{1, 1000});
+  cli.add_flag("--pytorch", &pytorch, "also time the PyTorch twin (needs /usr/bin/python3 with torch)");
+  cli.add("--torch-steps", &torch_steps, "steps timed for PyTorch's median", IntRange{5, 10000});
+  cli.parse(argc, argv);
+
+  fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);
+  std::vector<int64_t> ids, targets;
+  Times step_median;
+
+  // 1. One step: the same full batch again and again (after a warm-up that
+  //    allocates the workspaces).
+  {
+    Setup s(cli.seed);
+    Adam adam(s.model->params, s.model->grads, AdamConfig{});
+    std::vector<int64_t> idx(kBatch);
+    for (int64_t i = 0; i < kBatch; ++i) idx[size_t(i)] = i;
+    make_batch(s.train, idx, s.task, ids, targets);
+    for (int i = 0; i < 5; ++i) train_step(*s.model, adam, ids, targets, kBatch);
+    std::vector<Times> t;
+    for (int64_t i = 0; i < steps; ++i) {
+      const Times t0 = now();
+      train_step(*s.model, adam, ids, targets, kBatch);
+      t.push_back(now() - t0);
+    }
+    step_median = median(t);
+    fmt::print("  one training step (batch {}): median {:.3f} ms wall, {:.3f} ms CPU, over {} steps\n", kBatch,
+               1e3 * step_median.wall, 1e3 * step_median.cpu, steps);
+  }
+
+  // 2. The training run from the seed: epoch times and the time to 99%.
+  Times epoch_median;
+  {
+    Setup s(cli.seed);
+    Adam adam(s.model->params, s.model->grads, AdamConfig{});
+    std::vector<Times> t;
+    std::optional<int64_t> reached;
+    const Times start = now();
+    Times at_99;
+    for (int64_t e = 1; e <= std::max(epochs, max_epochs); ++e) {
+      const Times t0 = now();
+      const Score held = run_epoch(s, adam, ids, targets);
+      t.push_back(now() - t0);
+      if (!reached && held.percent() >= 99.0) {
+        reached = e;
+        at_99 = now() - start;
+      }
+      if (reached && e >= epochs) break;
+    }
+    epoch_median = median(t);
+    fmt::print("  one epoch (40 steps + held-out evaluation): median {:.1f} ms wall, {:.1f} ms CPU, over {} epochs\n",
+               1e3 * epoch_median.wall, 1e3 * epoch_median.cpu, t.size());
+    fmt::print("  100 epochs, projected: {:.1f} s wall, {:.1f} s CPU\n", 100 * epoch_median.wall,
+               100 * epoch_median.cpu);
+    if (reached)
+      fmt::print("  99% held-out token accuracy: epoch {}, after {:.2f} s wall, {:.2f} s CPU\n", *reached, at_99.wall,
+                 at_99.cpu);
+    else
+      fmt::print("  99% held-out token accuracy: not reached in {} epochs\n", max_epochs);
+  }
+
+  // 3. The PyTorch twin, same machine, same moment.
+  if (pytorch) {
+    fmt::print("  PyTorch twin (tests/reference/ch07_training.py --bench {}):\n", torch_steps);
+    if (const auto ms = pytorch_step_ms(torch_steps)) {
+      const double ours = 1e3 * step_median.wall;
+      fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall): {:.1f}x faster\n", *ms, ours,
+                 *ms / ours);
+    } else {
+      fmt::print("  PyTorch twin could not be timed (is python3-torch installed?)\n");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("07-training-bench", [&] { run(argc, argv); });
+}

@@ -1,0 +1,360 @@
+// Chapter 7: training a tiny transformer, every backward pass by hand.
+//
+// The layers of the model in the order the data flows through them. For
+// each: the forward, what the forward keeps for the backward (its cache),
+// and the backward right after it. Four backward passes are the chapter's
+// exercises; they are only declared here:
+//
+//   layernorm_backward      cross_entropy_backward
+//   attention_backward      adam_step
+//
+// solutions/07-training/training.cpp holds the reference and
+// exercises/07-training/training.cpp is yours. Everything else is written
+// out inline below, so both tracks share it.
+//
+// Conventions
+//  - A batch of sequences (batch, seq, d) is a Matrix of batch * seq rows,
+//    sequence b in rows [b * seq, (b + 1) * seq) (chapter 4's layout), so one
+//    matrix product handles the whole batch.
+//  - Every function writes into outputs the caller allocated with the right
+//    shape: the model allocates them once, and a training step then reuses
+//    them. A wrong shape is refused with std::invalid_argument.
+//  - Outputs are overwritten, never accumulated. Where a gradient arrives by
+//    two paths (the residual stream) the model adds the two itself.
+//  - A layer's parameter gradients have the layer's own type: a Linear holds
+//    dW and db, a LayerNorm d_gamma and d_beta.
+//  - float32 throughout, like PyTorch's default.
+#pragma once
+
+#include "03-softmax/softmax.hpp"
+#include "sa/nn.hpp"
+#include "sa/tensor.hpp"
+
+#include <unsupported/Eigen/SpecialFunctions>  // the vectorized erf GELU needs
+#include <fmt/core.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace sa {
+
+namespace detail {
+inline void expect_shape(std::string_view function, std::string_view what, const Matrix& m, int64_t rows,
+                         int64_t cols) {
+  if (m.rows() != rows || m.cols() != cols)
+    throw std::invalid_argument(fmt::format("{}: {} is {}, expected ({}, {})", function, what, shape_str(m), rows, cols));
+}
+}  // namespace detail
+
+// ===========================================================================
+// Linear: Y = X W + b
+//   cache: X, the input (the caller keeps it: it is the previous layer's output)
+// ===========================================================================
+// Chapter 1's linear() returns a new matrix; this one writes into Y, because
+// training calls it thousands of times with the same shapes.
+inline void linear_forward(const Matrix& X, const Linear& layer, Matrix& Y) {
+  if (X.cols() != layer.d_in())
+    throw std::invalid_argument(
+        fmt::format("linear_forward: X is {} but W is {}", shape_str(X), shape_str(layer.W)));
+  detail::expect_shape("linear_forward", "Y", Y, X.rows(), layer.d_out());
+  Y.noalias() = X * layer.W;
+  if (layer.b) Y.rowwise() += *layer.b;
+}
+
+// Y = X W + b, one row at a time: y_i = x_i W + b. Then
+//   dX = dY Wᵀ              (each x_i reaches the loss only through y_i)
+//   dW = Xᵀ dY = Σ_i x_iᵀ dy_i   (every row used the same W: the rows' gradients add)
+//   db = Σ_i dy_i           (column sums of dY, for the same reason)
+// The shapes are the check: dW must come out (d_in, d_out) like W.
+inline void linear_backward(const Matrix& X, const Linear& layer, const Matrix& dY, Matrix& dX, Linear& grad) {
+  detail::expect_shape("linear_backward", "dY", dY, X.rows(), layer.d_out());
+  detail::expect_shape("linear_backward", "dX", dX, X.rows(), layer.d_in());
+  detail::expect_shape("linear_backward", "grad.W", grad.W, layer.d_in(), layer.d_out());
+  dX.noalias() = dY * layer.W.transpose();
+  grad.W.noalias() = X.transpose() * dY;
+  if (layer.b) *grad.b = dY.colwise().sum();
+}
+
+// ===========================================================================
+// Embedding: X[b, t] = tok[ids[b, t]] + pos[t]
+//   token embedding (chapter 1's lookup) plus a *learned* position row, as in
+//   GPT-2, instead of chapter 1's fixed sinusoids.
+//   cache: ids
+// ===========================================================================
+inline void embedding_forward(const std::vector<int64_t>& ids, int64_t seq, const Matrix& tok, const Matrix& pos,
+                              Matrix& X) {
+  if (seq < 1 || int64_t(ids.size()) % seq != 0)
+    throw std::invalid_argument(
+        fmt::format("embedding_forward: {} ids do not make sequences of {} tokens", ids.size(), seq));
+  if (seq > pos.rows())
+    throw std::invalid_argument(
+        fmt::format("embedding_forward: sequences of {} tokens but only {} position rows", seq, pos.rows()));
+  detail::expect_shape("embedding_forward", "X", X, int64_t(ids.size()), tok.cols());
+  for (int64_t r = 0; r < int64_t(ids.size()); ++r) {
+    const int64_t id = ids[size_t(r)];
+    if (id < 0 || id >= tok.rows())
+      throw std::out_of_range(fmt::format("embedding_forward: token id {} outside [0, {})", id, tok.rows()));
+    X.row(r) = tok.row(id) + pos.row(r % seq);
+  }
+}
+
+// A lookup copies rows, so the backward sends each row's gradient back to
+// the row it was copied from, and adds when a row was used more than once:
+//   d_tok[v] = Σ of dX[b, t] over the positions holding token v
+//   d_pos[t] = Σ_b dX[b, t]
+// A token that never occurs in the batch gets a zero gradient.
+inline void embedding_backward(const std::vector<int64_t>& ids, int64_t seq, const Matrix& dX, Matrix& d_tok,
+                               Matrix& d_pos) {
+  detail::expect_shape("embedding_backward", "dX", dX, int64_t(ids.size()), d_tok.cols());
+  if (d_pos.cols() != d_tok.cols() || seq > d_pos.rows())
+    throw std::invalid_argument(fmt::format("embedding_backward: d_pos is {}", shape_str(d_pos)));
+  d_tok.setZero();
+  d_pos.setZero();
+  for (int64_t r = 0; r < int64_t(ids.size()); ++r) {
+    d_tok.row(ids[size_t(r)]) += dX.row(r);
+    d_pos.row(r % seq) += dX.row(r);
+  }
+}
+
+// ===========================================================================
+// LayerNorm over the last dimension (nn.LayerNorm(d), eps 1e-5):
+//   x̂ = (x − mean(x)) · rstd,  rstd = 1 / sqrt(var(x) + eps)  (biased variance)
+//   y = x̂ ∘ gamma + beta
+//   cache: x̂ and rstd of every row
+// ===========================================================================
+struct LayerNorm {
+  RowVector gamma;  // (d), PyTorch's .weight
+  RowVector beta;   // (d), PyTorch's .bias
+  float eps = 1e-5f;
+  int64_t d() const { return gamma.size(); }
+};
+
+// nn.LayerNorm(d) starts as the identity on x̂: gamma = 1, beta = 0. It draws
+// nothing from the generator.
+inline LayerNorm make_layernorm(int64_t d) { return {RowVector::Ones(d), RowVector::Zero(d), 1e-5f}; }
+
+struct LayerNormCache {
+  Matrix X_hat;         // (rows, d)
+  Eigen::VectorXf rstd; // (rows)
+  LayerNormCache() = default;
+  LayerNormCache(int64_t rows, int64_t d) : X_hat(rows, d), rstd(rows) {}
+};
+
+inline void layernorm_forward(const Matrix& X, const LayerNorm& ln, Matrix& Y, LayerNormCache& cache) {
+  if (X.cols() != ln.d())
+    throw std::invalid_argument(fmt::format("layernorm_forward: X is {} but d = {}", shape_str(X), ln.d()));
+  detail::expect_shape("layernorm_forward", "Y", Y, X.rows(), X.cols());
+  detail::expect_shape("layernorm_forward", "cache.X_hat", cache.X_hat, X.rows(), X.cols());
+  if (cache.rstd.size() != X.rows()) throw std::invalid_argument("layernorm_forward: cache.rstd has the wrong size");
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const auto x = X.row(i).array();
+    const float mean = x.mean();
+    const float var = (x - mean).square().mean();
+    const float rstd = 1.0f / std::sqrt(var + ln.eps);
+    cache.rstd(i) = rstd;
+    cache.X_hat.row(i) = (x - mean) * rstd;
+    Y.row(i) = cache.X_hat.row(i).array() * ln.gamma.array() + ln.beta.array();
+  }
+}
+
+// EXERCISE. Backward of layernorm_forward, from its cache: writes dX (rows, d)
+// and grad.gamma, grad.beta (d). Every x_j of a row moves that row's mean and
+// variance, so dX is not just dY ∘ gamma · rstd; see the solution's comments
+// or the chapter README for the three-term formula.
+void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const LayerNorm& ln, Matrix& dX,
+                        LayerNorm& grad);
+
+// ===========================================================================
+// GELU, the exact form: GELU(x) = x Φ(x) = ½ x (1 + erf(x / √2)).
+//   This is PyTorch's nn.GELU() default (approximate='none'), not the tanh
+//   approximation GPT-2 used.
+//   cache: X, the input
+// ===========================================================================
+inline void gelu_forward(const Matrix& X, Matrix& Y) {
+  detail::expect_shape("gelu_forward", "Y", Y, X.rows(), X.cols());
+  // Eigen's erf is vectorized; std::erf element by element made GELU the
+  // slowest layer of the model.
+  const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
+  Y.array() = 0.5f * X.array() * (1.0f + (X.array() * inv_sqrt2).erf());
+}
+
+// GELU'(x) = Φ(x) + x φ(x), with Φ the standard normal CDF and
+// φ(x) = exp(−x²/2) / √(2π) its density (the derivative of x Φ(x) by the
+// product rule). dX = dY ∘ GELU'(X).
+inline void gelu_backward(const Matrix& X, const Matrix& dY, Matrix& dX) {
+  detail::expect_shape("gelu_backward", "dY", dY, X.rows(), X.cols());
+  detail::expect_shape("gelu_backward", "dX", dX, X.rows(), X.cols());
+  const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
+  const float inv_sqrt_2pi = float(1.0 / std::sqrt(2.0 * std::numbers::pi));
+  const auto x = X.array();
+  dX.array() = dY.array() * (0.5f * (1.0f + (x * inv_sqrt2).erf()) + x * inv_sqrt_2pi * (-0.5f * x.square()).exp());
+}
+
+// ===========================================================================
+// Multi-head causal self-attention, for a whole batch at once.
+//   QKV (batch * seq, 3 d_model) is the output of one Linear: columns
+//   [0, d) hold Q, [d, 2d) K, [2d, 3d) V, and inside each of them head h
+//   owns the d_k = d_model / n_heads columns [h d_k, (h + 1) d_k).
+//   For one head of one sequence:
+//     S = Q Kᵀ / √d_k,  masked (−inf where the mask forbids),
+//     P = softmax(S) (chapter 3's softmax_rows),  O = P V
+//   O (batch * seq, d_model) holds the heads side by side, ready for W_o.
+//   P is PyTorch's (batch, n_heads, seq, seq) weights tensor stored as
+//   batch * n_heads * seq rows: row ((b n_heads + h) seq + i) is query i of
+//   head h of sequence b.
+//   cache: QKV (the caller's) and P
+// ===========================================================================
+struct AttentionDims {
+  int64_t batch, seq, n_heads, d_model, d_k;
+};
+
+inline AttentionDims attention_dims(std::string_view function, const Matrix& QKV, int64_t batch, int64_t n_heads) {
+  if (batch < 1 || QKV.rows() % batch != 0)
+    throw std::invalid_argument(fmt::format("{}: {} rows do not split into {} sequences", function, QKV.rows(), batch));
+  if (QKV.cols() % 3 != 0 || n_heads < 1 || (QKV.cols() / 3) % n_heads != 0)
+    throw std::invalid_argument(
+        fmt::format("{}: QKV has {} columns, not 3 * d_model with d_model divisible by {} heads", function,
+                    QKV.cols(), n_heads));
+  const int64_t d_model = QKV.cols() / 3;
+  return {batch, QKV.rows() / batch, n_heads, d_model, d_model / n_heads};
+}
+
+// Rows (batch * n_heads * seq) of a scores or weights matrix for head h of
+// sequence b, and the (seq, d_k) block of Q (part 0), K (1) or V (2).
+inline auto head_rows(Matrix& M, const AttentionDims& a, int64_t b, int64_t h) {
+  return M.middleRows((b * a.n_heads + h) * a.seq, a.seq);
+}
+inline auto head_rows(const Matrix& M, const AttentionDims& a, int64_t b, int64_t h) {
+  return M.middleRows((b * a.n_heads + h) * a.seq, a.seq);
+}
+inline auto head_block(Matrix& M, const AttentionDims& a, int64_t part, int64_t b, int64_t h) {
+  return M.block(b * a.seq, part * a.d_model + h * a.d_k, a.seq, a.d_k);
+}
+inline auto head_block(const Matrix& M, const AttentionDims& a, int64_t part, int64_t b, int64_t h) {
+  return M.block(b * a.seq, part * a.d_model + h * a.d_k, a.seq, a.d_k);
+}
+
+// `mask` is (seq, seq), true = allowed (chapter 5's causal_mask for the
+// model). `scores` (batch * n_heads * seq, seq) is a work buffer; P gets the
+// weights, O the output.
+inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads, const Mask& mask, Matrix& scores,
+                              Matrix& P, Matrix& O) {
+  const AttentionDims a = attention_dims("attention_forward", QKV, batch, n_heads);
+  if (mask.rows() != a.seq || mask.cols() != a.seq)
+    throw std::invalid_argument(fmt::format("attention_forward: mask is ({}, {}) for sequences of {} tokens",
+                                            mask.rows(), mask.cols(), a.seq));
+  detail::expect_shape("attention_forward", "scores", scores, a.batch * a.n_heads * a.seq, a.seq);
+  detail::expect_shape("attention_forward", "O", O, QKV.rows(), a.d_model);
+  // Divide (not multiply by 1/√d_k) as PyTorch's `/ math.sqrt(d_k)` does.
+  const float sqrt_dk = std::sqrt(float(a.d_k));
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h) {
+      auto S = head_rows(scores, a, b, h);
+      S.noalias() = head_block(QKV, a, 0, b, h) * head_block(QKV, a, 1, b, h).transpose();
+      S /= sqrt_dk;
+      for (int64_t i = 0; i < a.seq; ++i)
+        for (int64_t j = 0; j < a.seq; ++j)
+          if (!mask(i, j)) S(i, j) = neg_inf;
+    }
+  // Softmax is row by row, so one call covers every head of every sequence.
+  P = softmax_rows(scores);
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      head_block(O, a, 0, b, h).noalias() = head_rows(P, a, b, h) * head_block(QKV, a, 2, b, h);
+}
+
+// EXERCISE. Backward of attention_forward: given dO (batch * seq, d_model),
+// writes dQKV (batch * seq, 3 d_model) in QKV's layout. dP (batch * n_heads
+// * seq, seq), laid out like P, is a work buffer (as `scores` is for the
+// forward). For one head of one sequence:
+//   dV = Pᵀ dO      dP = dO Vᵀ      dS = softmax_backward(P, dP)  (chapter 3)
+//   dQ = dS K / √d_k      dK = dSᵀ Q / √d_k
+// The mask needs no backward of its own: a masked weight is exactly 0, and
+// softmax_backward multiplies by P, so its dS is 0 too.
+void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
+                        Matrix& dP, Matrix& dQKV);
+
+// ===========================================================================
+// Residual connection: x_out = x + f(x). Its backward is the reason deep
+// networks train: the gradient reaches x unchanged along the identity path,
+// and f's backward adds its own part, dx = dx_out + f'(x)ᵀ dx_out. It is two
+// lines in the model (an addition forward, an addition backward), so it has
+// no function of its own.
+// ===========================================================================
+
+// ===========================================================================
+// Cross-entropy over logits, only where a target is given:
+//   loss = mean over the counted rows i of  −log softmax(logits_i)[t_i]
+//        = mean of  logsumexp(logits_i) − logits_i[t_i]
+//   A row whose target is kIgnore does not count (PyTorch's ignore_index):
+//   that is how the reversal task puts the loss only on the reversed half.
+//   cache: probs = softmax of every counted row (ignored rows: 0)
+// ===========================================================================
+inline constexpr int64_t kIgnore = -100;  // PyTorch's default ignore_index
+
+// Returns the mean loss over the counted rows. Refuses a target outside
+// [0, vocab) (std::out_of_range) and a batch with no counted row
+// (std::invalid_argument: PyTorch would return NaN, 0 / 0).
+inline float cross_entropy_forward(const Matrix& logits, const std::vector<int64_t>& targets, Matrix& probs) {
+  if (int64_t(targets.size()) != logits.rows())
+    throw std::invalid_argument(
+        fmt::format("cross_entropy_forward: {} targets for {} rows of logits", targets.size(), logits.rows()));
+  detail::expect_shape("cross_entropy_forward", "probs", probs, logits.rows(), logits.cols());
+  double total = 0.0;
+  int64_t counted = 0;
+  for (int64_t i = 0; i < logits.rows(); ++i) {
+    const int64_t t = targets[size_t(i)];
+    if (t == kIgnore) {
+      probs.row(i).setZero();
+      continue;
+    }
+    if (t < 0 || t >= logits.cols())
+      throw std::out_of_range(fmt::format("cross_entropy_forward: target {} outside [0, {})", t, logits.cols()));
+    // log-softmax computed stably (chapter 3's max trick): never log(p) of
+    // a p that underflowed to 0.
+    const auto z = logits.row(i).array();
+    const float z_max = z.maxCoeff();
+    const float log_sum = z_max + std::log((z - z_max).exp().sum());
+    probs.row(i) = (z - log_sum).exp();
+    total += double(log_sum - z(t));
+    ++counted;
+  }
+  if (counted == 0) throw std::invalid_argument("cross_entropy_forward: every target is kIgnore; nothing to average");
+  return float(total / double(counted));
+}
+
+// EXERCISE. Backward of cross_entropy_forward (with respect to the logits,
+// for the mean loss): writes dlogits (rows, vocab). A counted row gets
+// (probs_i − onehot(t_i)) / n_counted; an ignored row gets 0.
+void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits);
+
+// ===========================================================================
+// Adam (torch.optim.Adam defaults: betas (0.9, 0.999), eps 1e-8, no weight
+// decay, no amsgrad). For every parameter θ with gradient g, at step t = 1, 2, ...
+//   m ← β1 m + (1 − β1) g          v ← β2 v + (1 − β2) g²
+//   θ ← θ − lr · m / (1 − β1^t) / ( sqrt(v) / sqrt(1 − β2^t) + eps )
+// m and v start at 0; the divisions by (1 − β^t) undo that start's pull
+// toward 0 (bias correction). Written exactly in this order, as PyTorch's
+// single-tensor Adam computes it.
+// ===========================================================================
+struct AdamConfig {
+  double lr = 3e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+// EXERCISE. One Adam step for one parameter tensor, element by element: the
+// four spans have the same length; m and v are this tensor's moment buffers
+// (zeros before the first step); t is this step's number, 1 for the first.
+void adam_step(std::span<float> param, std::span<const float> grad, std::span<float> m, std::span<float> v, int64_t t,
+               const AdamConfig& cfg);
+
+}  // namespace sa

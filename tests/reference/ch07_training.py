@@ -1,0 +1,288 @@
+"""Golden values for chapter 7 (training), made with PyTorch: the C++ model's twin.
+
+The model is seed 004's TinyTransformer (EinsumAttention with W_q, W_k, W_v,
+W_o drawn as randn * 0.02, pre-norm blocks, nn.GELU(), final LayerNorm,
+linear head), the task is its sequence reversal, the optimizer
+torch.optim.Adam. With the same seed, the C++ chapter draws the same initial
+weights, the same data and the same batch order.
+
+    /usr/bin/python3 ch07_training.py            write tests/fixtures/07-training.txt
+    /usr/bin/python3 ch07_training.py --bench    time one training step (one thread)
+    /usr/bin/python3 ch07_training.py --train E  train the full task E epochs, print each
+
+The fixture: every layer whose backward is an exercise checked against
+autograd on small inputs (LayerNorm, causal multi-head attention,
+cross-entropy with ignore_index, Adam), and a small whole model (d_model 16,
+2 heads, 2 layers, batch 4, llm.c's test_gpt2 is the pattern): its initial
+parameters, the data and batch order, the logits, loss and every parameter
+gradient of the first batch, the losses of the first 10 Adam steps and the
+parameters after them.
+"""
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from fixtures import write_fixtures
+
+PAD, SEP = 0, 1
+
+
+# --- seed 004's model ---------------------------------------------------------
+class EinsumAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.W_q = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
+        self.W_k = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
+        self.W_v = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
+        self.W_o = nn.Parameter(torch.randn(num_heads, self.d_k, d_model) * 0.02)
+
+    def forward(self, x, mask=None):
+        Q = torch.einsum('bsm, mhd -> bshd', x, self.W_q)
+        K = torch.einsum('bsm, mhd -> bshd', x, self.W_k)
+        V = torch.einsum('bsm, mhd -> bshd', x, self.W_v)
+        scores = torch.einsum('bshd, bthd -> bhst', Q, K) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask.unsqueeze(0).unsqueeze(0), float('-inf'))
+        weights = F.softmax(scores, dim=-1)
+        attended = torch.einsum('bhst, bthd -> bshd', weights, V)
+        return torch.einsum('bshd, hdm -> bsm', attended, self.W_o), weights
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        d_ff = 4 * d_model
+        self.attention = EinsumAttention(d_model, num_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, mask=None):
+        attn_out, weights = self.attention(self.norm1(x), mask)
+        x = x + attn_out
+        x = x + self.ffn(self.norm2(x))
+        return x, weights
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_seq_len):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_seq_len, d_model)
+        self.layers = nn.ModuleList([TransformerBlock(d_model, num_heads) for _ in range(num_layers)])
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x, mask=None):
+        positions = torch.arange(x.shape[1]).unsqueeze(0)
+        x = self.token_emb(x) + self.pos_emb(positions)
+        all_weights = []
+        for layer in self.layers:
+            x, weights = layer(x, mask)
+            all_weights.append(weights)
+        return self.head(self.norm(x)), all_weights
+
+
+def create_causal_mask(n):
+    return torch.triu(torch.ones(n, n), diagonal=1).bool()  # True = blocked
+
+
+def generate_reversal_data(num_samples, seq_len, vocab_size):
+    data = []
+    for _ in range(num_samples):
+        seq = torch.randint(2, vocab_size, (seq_len,))
+        data.append(torch.cat([seq, torch.tensor([SEP]), seq.flip(0)]))
+    return torch.stack(data)
+
+
+def make_model(vocab, digits, d_model, heads, layers):
+    return TinyTransformer(vocab, d_model, heads, layers, max_seq_len=2 * digits + 1)
+
+
+def batch_loss(model, batch, digits, mask):
+    """The seed's loss: cross-entropy only on the reversed half."""
+    x, y = batch[:, :-1], batch[:, 1:]
+    logits, _ = model(x, mask=mask)
+    vocab = logits.shape[-1]
+    loss = F.cross_entropy(logits[:, digits:, :].reshape(-1, vocab), y[:, digits:].reshape(-1))
+    return loss, logits
+
+
+def cxx_layout(model, grads=False):
+    """Every parameter (or its gradient) under the C++ name and layout: W as (d_in, d_out)."""
+    def get(p):
+        return (p.grad if grads else p).detach().clone()
+    d = model.token_emb.weight.shape[1]
+    t = {"tok": get(model.token_emb.weight), "pos": get(model.pos_emb.weight)}
+    for l, blk in enumerate(model.layers):
+        a = blk.attention
+        pre = "blocks.%d." % l
+        t[pre + "qkv.W"] = torch.cat([get(a.W_q).reshape(d, d), get(a.W_k).reshape(d, d),
+                                      get(a.W_v).reshape(d, d)], dim=1)
+        t[pre + "W_o.W"] = get(a.W_o).reshape(d, d)
+        t[pre + "ln1.gamma"], t[pre + "ln1.beta"] = get(blk.norm1.weight), get(blk.norm1.bias)
+        t[pre + "ln2.gamma"], t[pre + "ln2.beta"] = get(blk.norm2.weight), get(blk.norm2.bias)
+        t[pre + "fc1.W"], t[pre + "fc1.b"] = get(blk.ffn[0].weight).t().contiguous(), get(blk.ffn[0].bias)
+        t[pre + "fc2.W"], t[pre + "fc2.b"] = get(blk.ffn[2].weight).t().contiguous(), get(blk.ffn[2].bias)
+    t["ln_f.gamma"], t["ln_f.beta"] = get(model.norm.weight), get(model.norm.bias)
+    t["head.W"], t["head.b"] = get(model.head.weight).t().contiguous(), get(model.head.bias)
+    return t
+
+
+# --- fixtures -------------------------------------------------------------------
+def layer_fixtures(out):
+    # LayerNorm forward and backward on random rows (gamma, beta not at their init).
+    torch.manual_seed(11)
+    X = (torch.randn(5, 7) * 2 + 1).requires_grad_()
+    ln = nn.LayerNorm(7)
+    with torch.no_grad():
+        ln.weight.copy_(torch.randn(7))
+        ln.bias.copy_(torch.randn(7))
+    Y = ln(X)
+    dY = torch.randn(5, 7)
+    Y.backward(dY)
+    out.update({"ln.X": X, "ln.gamma": ln.weight, "ln.beta": ln.bias, "ln.Y": Y, "ln.dY": dY,
+                "ln.dX": X.grad, "ln.dgamma": ln.weight.grad, "ln.dbeta": ln.bias.grad})
+
+    # Causal multi-head attention on a QKV matrix: batch 2, seq 5, 2 heads, d_k 3.
+    torch.manual_seed(12)
+    batch, seq, heads, d_k = 2, 5, 2, 3
+    d = heads * d_k
+    QKV = torch.randn(batch * seq, 3 * d).requires_grad_()
+    q, k, v = QKV.view(batch, seq, 3, heads, d_k).permute(2, 0, 3, 1, 4)  # each (batch, heads, seq, d_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    scores = scores.masked_fill(create_causal_mask(seq), float('-inf'))
+    P = F.softmax(scores, dim=-1)
+    O = (P @ v).transpose(1, 2).reshape(batch * seq, d)
+    dO = torch.randn(batch * seq, d)
+    O.backward(dO)
+    out.update({"att.QKV": QKV, "att.P": P.reshape(batch * heads * seq, seq), "att.O": O, "att.dO": dO,
+                "att.dQKV": QKV.grad})
+
+    # Cross-entropy with ignored rows (ignore_index -100, PyTorch's default).
+    torch.manual_seed(13)
+    logits = (torch.randn(6, 5) * 2).requires_grad_()
+    targets = torch.tensor([3, -100, 0, 4, -100, 1])
+    loss = F.cross_entropy(logits, targets)
+    loss.backward()
+    out.update({"ce.logits": logits, "ce.targets": targets, "ce.loss": loss.reshape(1), "ce.dlogits": logits.grad})
+
+    # Three steps of torch.optim.Adam (defaults but lr) on one tensor, given gradients.
+    torch.manual_seed(14)
+    p = nn.Parameter(torch.randn(3, 4))
+    out["adam.p0"] = p.detach().clone()
+    opt = torch.optim.Adam([p], lr=0.01)
+    for step in range(1, 4):
+        g = torch.randn(3, 4) * (0.1 if step == 2 else 1.0)
+        g[0, 0] = 0.0 if step == 1 else g[0, 0]   # a zero gradient: the update must be 0, not NaN
+        p.grad = g
+        opt.step()
+        out["adam.g%d" % step] = g
+        out["adam.p%d" % step] = p.detach().clone()
+
+
+def model_fixtures(out):
+    seed, vocab, digits, d_model, heads, layers, batch_size, samples = 7, 16, 6, 16, 2, 2, 4, 40
+    torch.manual_seed(seed)
+    model = make_model(vocab, digits, d_model, heads, layers)
+    out["model.config"] = torch.tensor([seed, vocab, digits, d_model, heads, layers, batch_size, samples])
+    for name, t in cxx_layout(model).items():
+        out["init." + name] = t
+    data = generate_reversal_data(samples, digits, vocab)
+    perm = torch.randperm(samples)
+    out["data"], out["perm"] = data, perm
+    mask = create_causal_mask(2 * digits)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    losses = []
+    for step in range(10):
+        batch = data[perm[step * batch_size:(step + 1) * batch_size]]
+        loss, logits = batch_loss(model, batch, digits, mask)
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["step0.logits"] = logits.reshape(-1, vocab)
+            out["step0.loss"] = loss.detach().reshape(1)
+            for name, t in cxx_layout(model, grads=True).items():
+                out["grad." + name] = t
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = torch.tensor(losses)
+    for name, t in cxx_layout(model).items():
+        out["after10." + name] = t
+
+
+# --- the full task: timing and a training run ------------------------------------
+def full_setup(seed=42):
+    torch.manual_seed(seed)
+    model = make_model(16, 6, 32, 4, 2)
+    train = generate_reversal_data(5000, 6, 16)
+    test = generate_reversal_data(500, 6, 16)
+    return model, train, test, create_causal_mask(12)
+
+
+def bench(steps):
+    torch.set_num_threads(1)
+    model, train, _, mask = full_setup()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    times = []
+    for step in range(steps + 5):
+        batch = train[(step * 128) % 4992:(step * 128) % 4992 + 128]
+        t0 = time.perf_counter()
+        loss, _ = batch_loss(model, batch, 6, mask)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step >= 5:  # warm-up steps excluded
+            times.append(time.perf_counter() - t0)
+    print("pytorch %s, 1 thread: median step %.3f ms over %d steps" %
+          (torch.__version__, 1e3 * statistics.median(times), steps))
+    print("pytorch_step_ms %.4f" % (1e3 * statistics.median(times)))
+
+
+def train(epochs):
+    torch.set_num_threads(1)
+    model, train, test, mask = full_setup()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    start = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        perm = torch.randperm(train.size(0))
+        total, batches, correct, counted = 0.0, 0, 0, 0
+        for i in range(0, train.size(0), 128):
+            batch = train[perm[i:i + 128]]
+            loss, logits = batch_loss(model, batch, 6, mask)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total, batches = total + loss.item(), batches + 1
+            correct += (logits[:, 6:].argmax(-1) == batch[:, 7:]).sum().item()
+            counted += batch[:, 7:].numel()
+        with torch.no_grad():
+            logits, _ = model(test[:, :-1], mask=mask)
+            held = (logits[:, 6:].argmax(-1) == test[:, 7:]).float().mean().item()
+        print("epoch %3d  loss %.4f  train %6.2f%%  held-out %6.2f%%  %6.1f s" %
+              (epoch, total / batches, 100.0 * correct / counted, 100.0 * held, time.perf_counter() - start))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bench", type=int, nargs="?", const=40, metavar="STEPS")
+    parser.add_argument("--train", type=int, metavar="EPOCHS")
+    args = parser.parse_args()
+    if args.bench:
+        bench(args.bench)
+    elif args.train:
+        train(args.train)
+    else:
+        out = {}
+        layer_fixtures(out)
+        model_fixtures(out)
+        write_fixtures("07-training.txt", out, __doc__.split("\n\n")[3])
