@@ -274,6 +274,8 @@ uint32_t Generator::next_mt() {
 
 uint32_t Generator::random() { return next_mt(); }
 
+double Generator::uniform_double() { return uniform_double01(random64()); }
+
 uint64_t Generator::random64() {
   const uint64_t hi = next_mt();  // drawn first
   const uint64_t lo = next_mt();

@@ -7,16 +7,16 @@
 //   - p == 0: return x and an all-true mask; p == 1: zeros and an all-false
 //     mask. Neither end draws any random number (PyTorch does not either).
 //   - otherwise, for every element in row-major order (i over rows, then j
-//     over columns), ONE call to gen.random64():
-//         u    = double(gen.random64() & ((uint64_t{1} << 53) - 1)) * 0x1p-53;  // in [0, 1)
-//         keep = u < 1.0 - p;                                                   // in double
+//     over columns), ONE uniform double in [0, 1) (53 random bits of one
+//     gen.random64(), as PyTorch's bernoulli_ draws):
+//         u    = gen.uniform_double();
+//         keep = u < 1.0 - p;  // compared in double
 //   - survivors are multiplied by scale = 1.0f / float(1.0 - p) (a float
 //     division, as PyTorch rounds it); dropped elements are 0.
 #include "06-dropout/dropout.hpp"
 
 #include "sa/exercise.hpp"
 
-#include <cstdint>
 #include <stdexcept>
 
 namespace sa {
@@ -25,8 +25,8 @@ DropoutResult dropout(const Matrix& x, double p, Generator& gen) {
   // TODO: drop every element with probability p, scale the survivors by 1/(1-p), return output and mask.
   SA_TODO("dropout",
           "refuse !(p >= 0 && p <= 1) with std::invalid_argument; p == 0 -> x, all true; p == 1 -> zeros, all "
-          "false (no draws at either end); else per element in row-major order: u = double(gen.random64() & "
-          "((uint64_t{1} << 53) - 1)) * 0x1p-53; keep = u < 1.0 - p; out = keep ? x * (1.0f / float(1.0 - p)) : 0");
+          "false (no draws at either end); else per element in row-major order: u = gen.uniform_double(); keep = u "
+          "< 1.0 - p; out = keep ? x * (1.0f / float(1.0 - p)) : 0");
 }
 
 Matrix dropout_backward(const Matrix& d_out, const Mask& keep, double p) {

@@ -31,14 +31,6 @@ void require_probability(double p, const char* what) {
     throw std::invalid_argument(fmt::format("{}: the drop probability p must be in [0, 1], got {}", what, p));
 }
 
-// A uniform double in [0, 1), as at::uniform_real_distribution<double>(0, 1)
-// makes it: 53 random bits (a double's significand) times 2^-53, so every
-// value k / 2^53 is exact and equally likely.
-double uniform_double(Generator& gen) {
-  constexpr uint64_t kLow53 = (uint64_t{1} << 53) - 1;
-  return static_cast<double>(gen.random64() & kLow53) * 0x1p-53;
-}
-
 // The survivors' factor, rounded the way PyTorch rounds it: the scalar
 // 1 - p is computed in double, converted to the tensor's float32, and the
 // division happens in float32. (float(1 / (1 - p)) can differ in the last bit.)
@@ -73,7 +65,7 @@ DropoutResult dropout(const Matrix& x, double p, Generator& gen) {
   r.keep.resize(x.rows(), x.cols());
   for (int64_t i = 0; i < x.rows(); ++i) {
     for (int64_t j = 0; j < x.cols(); ++j) {
-      const bool keep = uniform_double(gen) < keep_probability;
+      const bool keep = gen.uniform_double() < keep_probability;
       r.keep(i, j) = keep;
       // Inverted dropout: scale the survivors now, so that
       // E[output] = (1 - p) * x / (1 - p) = x and evaluation needs no change.

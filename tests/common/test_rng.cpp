@@ -373,3 +373,13 @@ TEST_CASE("rng: bad arguments are refused with std::invalid_argument", "[rng]") 
   g.normal_(nullptr, 0);
   CHECK(g.random() == fresh.random());
 }
+
+TEST_CASE("rng: uniform_double is the low 53 bits of one random64, times 2^-53", "[rng]") {
+  sa::Generator a(11), b(11);
+  for (int i = 0; i < 1000; ++i) {
+    const double u = a.uniform_double();
+    CHECK(u == double(b.random64() & ((uint64_t{1} << 53) - 1)) * 0x1p-53);
+    CHECK(u >= 0.0);
+    CHECK(u < 1.0);
+  }
+}

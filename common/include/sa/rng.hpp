@@ -34,6 +34,9 @@ class Generator {
   // Raw draws of the underlying mt19937.
   uint32_t random();
   uint64_t random64();  // two draws, the first is the high word
+  // One double in [0, 1) from one random64(): its low 53 bits times 2^-53,
+  // as torch.rand(dtype=torch.float64) and bernoulli_ (dropout) draw.
+  double uniform_double();
 
   // Fill a contiguous float buffer exactly as the PyTorch call would fill a
   // contiguous float32 tensor of n elements.
