@@ -147,8 +147,8 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     c.ylabel = "H = -sum_j a_j log a_j  (nats)";
     for (int64_t i = 0; i < seq_len; ++i) c.categories.push_back(fmt::format("{} ({})", tokens[size_t(i)], i));
     c.groups.push_back({"H of the row", entropy});
-    c.groups.push_back({fmt::format("log n = log {} (uniform row, the largest possible)", seq_len),
-                        std::vector<double>(size_t(seq_len), bound)});
+    // The bound is one number for every row: a reference line, not bars.
+    c.hlines.push_back({bound, fmt::format("max: log {}", seq_len)});
     return plot::bars(path, c);
   });
 }
