@@ -55,3 +55,10 @@ sa_add_chapter(07 training)
 add_executable(07-training-bench ${PROJECT_SOURCE_DIR}/chapters/07-training/bench.cpp)
 target_link_libraries(07-training-bench PRIVATE ${SA_07_SOLUTIONS_LIBS})
 set_target_properties(07-training-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# Chapter 7's analysis command: loads a checkpoint the chapter program saved
+# and shows one head's attention on a text (always the reference solutions,
+# like the benchmark: it is a tool, not the reader's exercise).
+add_executable(07-training-analyze ${PROJECT_SOURCE_DIR}/chapters/07-training/analyze.cpp)
+target_link_libraries(07-training-analyze PRIVATE ${SA_07_SOLUTIONS_LIBS})
+set_target_properties(07-training-analyze PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

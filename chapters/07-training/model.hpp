@@ -3,7 +3,7 @@
 //
 //   ids ─ token + position embedding ─ x
 //   n_layers pre-norm blocks:
-//     x = x + W_o · attention(LayerNorm1(x) [W_q | W_k | W_v])   (causal, n_heads)
+//     x = x + W_o · attention(LayerNorm1(x) [W_q | W_k | W_v])   (n_heads; causal by default)
 //     x = x + W2 · GELU(W1 · LayerNorm2(x) + b1) + b2            (d_ff = 4 d_model)
 //   final LayerNorm ─ linear head ─ logits over the vocabulary
 //
@@ -43,6 +43,11 @@ struct ModelConfig {
   int64_t n_heads = 4;
   int64_t n_layers = 2;
   int64_t d_ff = 128;    // 4 * d_model
+  // true: chapter 5's causal mask, query i sees keys 0..i (a language
+  // model, and the reversal task). false: every query sees every key
+  // (bidirectional, like an encoder); with a next-token loss that lets
+  // position i read its own target at i + 1 (task 2 shows what happens).
+  bool causal = true;
 
   int64_t d_k() const { return d_model / n_heads; }
   void validate() const {
@@ -234,7 +239,7 @@ struct ActivationGrads {
 // that reaches the loss.
 struct Workspace {
   int64_t batch = 0, seq = 0, first = 0;
-  Mask mask;  // chapter 5's causal mask, (seq, seq)
+  Mask mask;  // chapter 5's causal mask, or all true when the model is bidirectional, (seq, seq)
   std::vector<int64_t> ids;
   Matrix x0;  // embeddings, (batch * seq, d)
   std::vector<BlockCache> blocks;
@@ -254,7 +259,7 @@ struct Workspace {
   Workspace(const ModelConfig& cfg, int64_t batch_, int64_t seq_, int64_t first_)
       : batch(batch_), seq(seq_), first(first_), all(batch_ * seq_, cfg), kept(batch_ * (seq_ - first_), cfg) {
     const int64_t d = cfg.d_model, weights_rows = batch * cfg.n_heads * seq;
-    mask = causal_mask(seq);
+    mask = cfg.causal ? causal_mask(seq) : Mask::Constant(seq, seq, true);
     ids.reserve(size_t(rows()));
     x0.resize(rows(), d);
     for (int64_t l = 0; l < cfg.n_layers; ++l) {

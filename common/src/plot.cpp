@@ -1353,7 +1353,11 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
   // (like the top row of the heatmap).
   s += "set view 55, 40, 0.95, 1.05\n";
   s += "set xyplane at " + num(zlo) + "\n";
-  s += fmt::format("set xrange [0:{}]\nset yrange [{}:0]\nset zrange [{}:{}]\n", cols - 1, rows - 1, num(zlo), num(mx));
+  // One extra row and column at the floor (zlo) in front of the last query
+  // and beside the last key: a peak on the front edge then slopes down to
+  // the floor instead of ending in a cliff that shows the empty space under
+  // the sheet. Ticks stay on the real rows and columns.
+  s += fmt::format("set xrange [0:{}]\nset yrange [{}:0]\nset zrange [{}:{}]\n", cols, rows, num(zlo), num(mx));
   s += fmt::format("set cbrange [{}:{}]\n", num(zlo), num(mx));
   s += ColourScale{&viridis(), zlo, mx, false}.command();
   // depthorder: draw far quadrangles first, so near peaks hide far ones.
@@ -1378,15 +1382,119 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
 
   // Scan lines "x y z", one blank line between rows: the grid pm3d needs.
   std::string data;
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      data += fmt::format("{} {} {}\n", j, i, num(sf.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))));
+  for (std::size_t i = 0; i <= rows; ++i) {
+    for (std::size_t j = 0; j <= cols; ++j) {
+      const bool pad = i == rows || j == cols;
+      const double z = pad ? zlo : double(sf.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)));
+      data += fmt::format("{} {} {}\n", j, i, num(z));
     }
     data += "\n";
   }
   datablock(s, "$surface", data);
   s += "splot $surface using 1:2:3 with pm3d notitle\n";
   return render("surface", png_path, width, height, s);
+}
+
+// ---- Flow diagrams -------------------------------------------------------------
+
+std::string flow(const std::string& png_path, const std::string& title, int rows, int cols,
+                 const std::vector<FlowPanel>& panels, double min_weight, int panel_px) {
+  if (rows <= 0 || cols <= 0) bad_input("flow", fmt::format("grid {} x {} must have positive size", rows, cols));
+  if (panels.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols)) {
+    bad_input("flow", fmt::format("{} panels for a {} x {} grid (need {})", panels.size(), rows, cols, rows * cols));
+  }
+  if (!(min_weight >= 0 && min_weight <= 1)) bad_input("flow", fmt::format("min_weight {} is not in [0, 1]", min_weight));
+  std::size_t tokens = 1, label_chars = 1;
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    const FlowPanel& p = panels[k];
+    const auto nq = static_cast<std::size_t>(p.weights.rows()), nk = static_cast<std::size_t>(p.weights.cols());
+    if (nq == 0 || nk == 0) bad_input("flow", fmt::format("panel {}: empty weights", k));
+    if (!p.query_labels.empty() && p.query_labels.size() != nq) {
+      bad_input("flow", fmt::format("panel {}: {} query labels for {} queries", k, p.query_labels.size(), nq));
+    }
+    if (!p.key_labels.empty() && p.key_labels.size() != nk) {
+      bad_input("flow", fmt::format("panel {}: {} key labels for {} keys", k, p.key_labels.size(), nk));
+    }
+    for (Eigen::Index i = 0; i < p.weights.size(); ++i) {
+      const double w = p.weights.data()[i];
+      if (!(w >= 0 && w <= 1)) bad_input("flow", fmt::format("panel {}: weight {} is not in [0, 1]", k, w));
+    }
+    tokens = std::max({tokens, nq, nk});
+    label_chars = std::max({label_chars, longest(p.query_labels), longest(p.key_labels),
+                            std::to_string(std::max(nq, nk)).size()});
+  }
+  check_size("flow", panel_px, panel_px);
+  if (!available()) return skipped();
+
+  // Sizes: a row of tokens every 34 px (at least), labels at 11 pt down to 8.
+  const double pt = std::clamp(panel_px / 30.0, 8.0, 11.0);
+  const int panel_h = std::max(panel_px, static_cast<int>(34 * tokens) + 110);
+  const int width = cols * panel_px;
+  const auto [title_text, title_pt] = fit_title(title, width - 40.0, pt + 5, pt + 1);
+  const bool two_lines = title_text.find('\n') != std::string::npos;
+  const int title_px = title.empty() ? 0 : two_lines ? 50 + static_cast<int>(std::lround(title_pt * 1.6)) : 46;
+  const int height = rows * panel_h + title_px;
+  const double top = 1.0 - static_cast<double>(title_px) / height;
+  const double pw = 1.0 / cols, ph = top / rows;
+
+  // x: the query column at 0, the key column at 1, with room for the
+  // labels beyond them (in units of the distance between the columns).
+  const double label_px = text_px(label_chars, pt) + 16;
+  const double inner_px = std::max(40.0, panel_px - 2 * label_px - 24);
+  const double side = (label_px + 10) / inner_px;
+
+  std::string body = fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(title_text), title_pt);
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    const FlowPanel& p = panels[k];
+    const auto nq = static_cast<std::size_t>(p.weights.rows()), nk = static_cast<std::size_t>(p.weights.cols());
+    const auto r = static_cast<int>(k) / cols, c = static_cast<int>(k) % cols;
+    body += "unset label\nunset arrow\nunset object\nunset key\nunset border\nunset tics\nunset grid\n";
+    body += fmt::format("set origin {:.5f},{:.5f}\nset size {:.5f},{:.5f}\n", c * pw, top - (r + 1) * ph, pw, ph);
+    body += "set lmargin 0\nset rmargin 0\nset bmargin 0.5\nset tmargin 2.5\n";
+    body += title_command(p.title, panel_px - 20.0, pt + 2, pt);
+    // Row i at y = -i, the column headings above row 0.
+    body += fmt::format("set xrange [{}:{}]\nset yrange [{}:1.1]\n", num(-side), num(1 + side),
+                        num(-static_cast<double>(tokens - 1) - 0.6));
+    body += fmt::format("set label 1 'query' at 0,0.75 center font ',{:.3g}' tc rgb '#555555'\n", pt);
+    body += fmt::format("set label 2 'key' at 1,0.75 center font ',{:.3g}' tc rgb '#555555'\n", pt);
+    int tag = 3;
+    for (std::size_t i = 0; i < nq; ++i) {
+      const std::string text = p.query_labels.empty() ? std::to_string(i) : p.query_labels[i];
+      body += fmt::format("set label {} {} at {},{} right font ',{:.3g}' front\n", tag++, gq(text, false),
+                          num(-0.06), num(-static_cast<double>(i)), pt);
+    }
+    for (std::size_t j = 0; j < nk; ++j) {
+      const std::string text = p.key_labels.empty() ? std::to_string(j) : p.key_labels[j];
+      body += fmt::format("set label {} {} at {},{} left font ',{:.3g}' front\n", tag++, gq(text, false),
+                          num(1.06), num(-static_cast<double>(j)), pt);
+    }
+    // The lines, lightest first, so the strong ones are drawn on top.
+    struct Edge {
+      std::size_t i, j;
+      double w;
+    };
+    std::vector<Edge> edges;
+    for (std::size_t i = 0; i < nq; ++i) {
+      for (std::size_t j = 0; j < nk; ++j) {
+        const double w = p.weights(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+        if (w >= min_weight && w > 0) edges.push_back({i, j, w});
+      }
+    }
+    std::stable_sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.w < b.w; });
+    int arrow = 1;
+    for (const Edge& e : edges) {
+      body += fmt::format("set arrow {} from 0,{} to 1,{} nohead back lw {:.3g} lc rgb '{}'\n", arrow++,
+                          num(-static_cast<double>(e.i)), num(-static_cast<double>(e.j)), 0.6 + 7.0 * e.w,
+                          rgb_hex(interpolate(blues(), 0.3 + 0.7 * e.w)));
+    }
+    std::string nodes;
+    for (std::size_t i = 0; i < nq; ++i) nodes += fmt::format("0 {}\n", num(-static_cast<double>(i)));
+    for (std::size_t j = 0; j < nk; ++j) nodes += fmt::format("1 {}\n", num(-static_cast<double>(j)));
+    const std::string block = fmt::format("$nodes{}", k);
+    datablock(body, block, nodes);
+    body += "plot " + block + " using 1:2 with points pt 7 ps 1.2 lc rgb '#303030' notitle\n";
+  }
+  return render("flow", png_path, width, height, body);
 }
 
 }  // namespace sa::plot

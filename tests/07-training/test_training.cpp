@@ -235,6 +235,36 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   CHECK(dQKV.block(0, d, 1, 2 * d).cwiseAbs().maxCoeff() > 0.0f);
 }
 
+TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finite differences",
+          "[ch07][attention_backward]") {
+  // Task 2's bidirectional models: every query sees every key, so the
+  // gradient reaches every key and value, the later ones included.
+  Generator gen(706);
+  const int64_t batch = 2, heads = 3, seq = 5, d = 6;
+  Matrix QKV = gen.randn(batch * seq, 3 * d);
+  const Matrix R = gen.randn(batch * seq, d);
+  const Mask all_keys = Mask::Constant(seq, seq, true);
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  auto loss = [&] {
+    attention_forward(QKV, batch, heads, all_keys, scores, P, O);
+    return weighted_sum(R, O);
+  };
+  loss();
+  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  require_gradient("bidirectional attention dQKV", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+
+  // A gradient on the first query's output alone now reaches the last key
+  // and value of its sequence (a causal mask would keep them at 0).
+  Matrix R0 = Matrix::Zero(batch * seq, d);
+  R0.row(0) = R.row(0);
+  loss();
+  attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
+  CHECK(dQKV.block(seq - 1, d, 1, d).cwiseAbs().maxCoeff() > 0.0f);      // K of the last token
+  CHECK(dQKV.block(seq - 1, 2 * d, 1, d).cwiseAbs().maxCoeff() > 0.0f);  // V of the last token
+  CHECK(dQKV.block(seq, 0, seq, 3 * d).cwiseAbs().maxCoeff() == 0.0f);   // the other sequence: nothing
+}
+
 // ===========================================================================
 // cross_entropy_backward
 // ===========================================================================
@@ -331,6 +361,71 @@ TEST_CASE("model: same initial weights, data, logits, loss and gradients as PyTo
   for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
     require_close_gradient("gradient of " + name, g, fx().f32("grad." + name));
   });
+}
+
+TEST_CASE("model: without the causal mask (bidirectional), PyTorch's logits, loss and gradients",
+          "[ch07][model]") {
+  // ModelConfig::causal = false, task 2's bidirectional models: the same
+  // initial weights and first batch as above, run through the twin with
+  // mask=None.
+  const FixtureModel f(fx().i64("model.config"));
+  Generator gen(uint64_t(f.seed));
+  ModelConfig cfg = f.cfg;
+  cfg.causal = false;
+  TinyTransformer model(cfg, gen);
+  const ReversalData data = make_reversal_data(gen, f.samples, f.task);
+  const std::vector<int64_t> perm = gen.randperm(f.samples);
+  std::vector<int64_t> ids, targets;
+  make_batch(data, std::span<const int64_t>(perm).first(size_t(f.batch)), f.task, ids, targets);
+  const Matrix& logits = model.forward(ids, f.batch);
+  require_close("bidirectional logits", logits, fx().matrix("bidir.logits"), kFloat32);
+  // Query 0 of every head of sequence 0 sees every key: no weight is 0.
+  CHECK(model.weights(0).row(0).minCoeff() > 0.0f);
+  CHECK(model.loss(targets) == Approx(fx().scalar("bidir.loss")).epsilon(1e-5));
+  model.backward();
+  for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
+    require_close_gradient("bidirectional gradient of " + name, g, fx().f32("bidir.grad." + name));
+  });
+}
+
+TEST_CASE("model: with the causal mask no gradient comes from later positions, without it it does",
+          "[ch07][model]") {
+  // Only position 1 of the sequence is in the loss. With the causal mask
+  // its prediction cannot depend on the tokens at positions 2.., so their
+  // position embeddings must get a gradient of exactly 0 (every path to
+  // them goes through a weight that is exactly 0). Without the mask
+  // (bidirectional) position 1 reads them, and they get a gradient.
+  for (const bool causal : {true, false}) {
+    ModelConfig cfg;
+    cfg.vocab = 7;
+    cfg.max_seq = 6;
+    cfg.d_model = 8;
+    cfg.n_heads = 2;
+    cfg.n_layers = 2;
+    cfg.d_ff = 16;
+    cfg.causal = causal;
+    Generator gen(708);
+    TinyTransformer model(cfg, gen);
+    for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
+      gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);  // far from uniform attention
+    });
+    const std::vector<int64_t> ids{3, 1, 4, 1, 5}, targets{kIgnore, 2, kIgnore, kIgnore, kIgnore};
+    model.forward(ids, 1);
+    model.loss(targets);
+    model.backward();
+    INFO((causal ? "causal" : "bidirectional"));
+    const Matrix& P = model.weights(0);  // (heads * seq, seq)
+    const float later_weight = P.block(0, 2, 2, 3).cwiseAbs().maxCoeff();  // head 1, queries 0 and 1, keys 2..4
+    const float later_grad = model.grads.pos.middleRows(2, 3).cwiseAbs().maxCoeff();
+    CHECK(model.grads.pos.row(1).cwiseAbs().maxCoeff() > 0.0f);
+    if (causal) {
+      CHECK(later_weight == 0.0f);
+      CHECK(later_grad == 0.0f);
+    } else {
+      CHECK(later_weight > 0.0f);
+      CHECK(later_grad > 0.0f);
+    }
+  }
 }
 
 TEST_CASE("model: the training forward (only the rows the loss needs) changes no gradient", "[ch07][model]") {

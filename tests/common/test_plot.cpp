@@ -99,6 +99,9 @@ TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
   surf.z = causal_weights();
   surf.row_labels = surf.col_labels = kTokens;
   require_drawn("surface.png", [&](const std::string& p) { return plot::surface(p, surf); });
+
+  plot::FlowPanel fp{"head 1", causal_weights(), kTokens, kTokens};
+  require_drawn("flow.png", [&](const std::string& p) { return plot::flow(p, "flow", 1, 1, {fp}); });
 }
 
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
@@ -119,5 +122,8 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   log_of_zero.logy = true;
   log_of_zero.series = {{"s", {1, 2}, {0, 1}}};
   CHECK_THROWS_AS(plot::lines(path, log_of_zero), std::invalid_argument);
+  plot::FlowPanel above_one{"w > 1", Matrix::Constant(2, 2, 2.0f), {}, {}};
+  CHECK_THROWS_AS(plot::flow(path, "t", 1, 1, {above_one}), std::invalid_argument);
+  CHECK_THROWS_AS(plot::flow(path, "t", 1, 2, {above_one}), std::invalid_argument);
   CHECK_FALSE(fs::exists(path));
 }

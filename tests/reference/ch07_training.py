@@ -15,7 +15,8 @@ autograd on small inputs (LayerNorm, causal multi-head attention,
 cross-entropy with ignore_index, Adam), and a small whole model (d_model 16,
 2 heads, 2 layers, batch 4, llm.c's test_gpt2 is the pattern): its initial
 parameters, the data and batch order, the logits, loss and every parameter
-gradient of the first batch, the losses of the first 10 Adam steps and the
+gradient of the first batch (with the causal mask, and again without a mask:
+the bidirectional model), the losses of the first 10 Adam steps and the
 parameters after them.
 """
 import argparse
@@ -200,6 +201,17 @@ def model_fixtures(out):
     perm = torch.randperm(samples)
     out["data"], out["perm"] = data, perm
     mask = create_causal_mask(2 * digits)
+    # The same initial model without a mask (bidirectional, the C++
+    # ModelConfig::causal = false) on the first batch: logits, loss and
+    # every gradient. No random draw happens here, so what follows is
+    # unchanged.
+    loss, logits = batch_loss(model, data[perm[:batch_size]], digits, None)
+    loss.backward()
+    out["bidir.logits"] = logits.reshape(-1, vocab)
+    out["bidir.loss"] = loss.detach().reshape(1)
+    for name, t in cxx_layout(model, grads=True).items():
+        out["bidir.grad." + name] = t
+    model.zero_grad()
     opt = torch.optim.Adam(model.parameters(), lr=3e-4)
     losses = []
     for step in range(10):

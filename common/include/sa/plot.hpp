@@ -89,6 +89,17 @@ struct Surface {
   std::string xlabel = "key", ylabel = "query", zlabel = "weight";
 };
 
+// One attention head as a flow diagram: its queries in a column on the left,
+// its keys in a column on the right, and a line from query i to key j for
+// every weight of at least the figure's min_weight, the wider and darker
+// the larger the weight. Weights must lie in [0, 1].
+struct FlowPanel {
+  std::string title;
+  Matrix weights;                         // (queries, keys): row i holds query i's weights
+  std::vector<std::string> query_labels;  // one per row (left column), may be empty
+  std::vector<std::string> key_labels;    // one per column (right column), may be empty
+};
+
 // Each returns the path written (empty when figures are skipped) and throws
 // std::runtime_error with one line if gnuplot fails.
 std::string heatmap(const std::string& png_path, const Heatmap& h, int width = 800, int height = 700);
@@ -99,5 +110,10 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width = 90
 std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
 std::string histogram(const std::string& png_path, const Histogram& h, int width = 900, int height = 600);
 std::string surface(const std::string& png_path, const Surface& s, int width = 900, int height = 700);
+// A rows x cols grid of flow diagrams, one title. Lines for weights below
+// min_weight are left out (a near-uniform head would otherwise be a grey
+// mesh); panel_px is the width of a panel, its height follows the tokens.
+std::string flow(const std::string& png_path, const std::string& title, int rows, int cols,
+                 const std::vector<FlowPanel>& panels, double min_weight = 0.05, int panel_px = 320);
 
 }  // namespace sa::plot

@@ -1,0 +1,181 @@
+// Chapter 7's analysis command: load a checkpoint the chapter program saved
+// and show the attention of one head on a text of your choice (seed 002's
+// `--checkpoint --text --layer --head`):
+//
+//   07-training-analyze --checkpoint build/checkpoints/corpus-causal.ckpt
+//                       --text "the cat sat on the mat" --layer 1 --head 2
+//
+// It prints what the checkpoint holds, the head's weights, the model's next
+// token after every position, seed 003's pattern numbers and class against
+// the uniform baseline, and the strongest links; it draws the head as a
+// heatmap, every head of the layer as a grid, and the head as a flow
+// diagram. Layers and heads are numbered from 1, as the chapter prints them.
+//
+// Anything wrong (no such file, a truncated, corrupted or foreign file, a
+// word the model does not know, a text longer than the model's positions,
+// a layer or head that does not exist) is one line and exit status 2.
+#include "07-training/analysis.hpp"
+#include "07-training/checkpoint.hpp"
+#include "07-training/model.hpp"
+#include "07-training/patterns.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/figures.hpp"
+#include "sa/plot.hpp"
+#include "sa/print.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace sa;
+
+namespace {
+
+void run(int argc, char** argv) {
+  std::string checkpoint;  // default: build/checkpoints/corpus-causal.ckpt
+  std::string text = "the cat sat on the mat";
+  int64_t layer = 1, head = 1, window = 3;
+  Cli cli("07-training",
+          "Chapter 7's analysis command: load a checkpoint saved by the chapter program (07-training) and show "
+          "the attention of one head on a text: weights, next-token predictions, pattern numbers, strongest "
+          "links, and figures.");
+  cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.ckpt)");
+  cli.add("--text", &text, "the text to analyze, tokens separated by spaces");
+  cli.add("--layer", &layer, "the layer, from 1", IntRange{1, 1000});
+  cli.add("--head", &head, "the head, from 1", IntRange{1, 1000});
+  cli.add("--window", &window, "local focus counts the keys within this distance of the query", IntRange{0, 1000});
+  cli.parse(argc, argv);
+  if (checkpoint.empty()) {
+    checkpoint = default_checkpoint_dir() + "/corpus-causal.ckpt";
+    if (!std::filesystem::exists(checkpoint))
+      throw UsageError(fmt::format("no checkpoint at {} yet: `./book run 7` saves it there", shown_path(checkpoint)));
+  }
+
+  const Checkpoint ckpt = load_checkpoint(checkpoint);
+  const ModelConfig& cfg = ckpt.config;
+  if (layer > cfg.n_layers)
+    throw UsageError(fmt::format("--layer {}, but the model has {} layer{} (1..{})", layer, cfg.n_layers,
+                                 cfg.n_layers == 1 ? "" : "s", cfg.n_layers));
+  if (head > cfg.n_heads)
+    throw UsageError(fmt::format("--head {}, but the model has {} head{} per layer (1..{})", head, cfg.n_heads,
+                                 cfg.n_heads == 1 ? "" : "s", cfg.n_heads));
+  const std::vector<int64_t> ids = encode_text(text, ckpt.tokens);
+  const int64_t n = int64_t(ids.size());
+  if (n > cfg.max_seq)
+    throw UsageError(fmt::format("the text has {} tokens, but the model knows only {} positions", n, cfg.max_seq));
+  std::vector<std::string> labels;
+  for (int64_t id : ids) labels.push_back(ckpt.tokens[size_t(id)]);
+
+  chapter_title("Chapter 7: what one attention head of a saved model does");
+  fmt::print("  checkpoint  {}\n", shown_path(checkpoint));
+  fmt::print("  note        {}\n", ckpt.note);
+  fmt::print("  model       vocabulary {}, {} positions, d_model {}, {} layer{} of {} head{} (d_k {}), d_ff {}, {}\n",
+             cfg.vocab, cfg.max_seq, cfg.d_model, cfg.n_layers, cfg.n_layers == 1 ? "" : "s", cfg.n_heads,
+             cfg.n_heads == 1 ? "" : "s", cfg.d_k(), cfg.d_ff, cfg.causal ? "causal" : "bidirectional");
+  fmt::print("  parameters  {}\n", parameter_count(ckpt.params));
+  fmt::print("  text        {}   ids [{}]\n", fmt::join(labels, " "), fmt::join(ids, ", "));
+
+  auto model = model_from(ckpt);
+  const Matrix logits = model->forward(ids, 1);
+  const int64_t l = layer - 1, h = head - 1;
+  const Matrix P = head_weights(*model, l, 0, h);
+
+  step(1, fmt::format("The weights of layer {}, head {}", layer, head));
+  print_labelled(fmt::format("layer {}, head {}", layer, head), P, labels, labels,
+                 {.precision = 2, .max_rows = 24, .max_cols = 24}, {1, n, n});
+  say(cfg.causal ? "Causal: query i sees keys 0..i, so the upper triangle is exactly 0."
+                 : "Bidirectional: every query sees every key, the ones after it included.");
+
+  step(2, "What the model predicts after each position");
+  {
+    // The prefix each prediction follows; long ones keep their end.
+    std::vector<std::string> prefixes;
+    size_t width = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      std::string text = fmt::format("{}", fmt::join(labels.begin(), labels.begin() + i + 1, " "));
+      if (text.size() > 40) text = "..." + text.substr(text.size() - 37);
+      prefixes.push_back("'" + text + "'");
+      width = std::max(width, prefixes.back().size());
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const auto z = logits.row(i).array();
+      const Eigen::ArrayXf p = (z - z.maxCoeff()).exp();
+      Eigen::Index best = 0;
+      p.maxCoeff(&best);
+      const bool matches = i + 1 < n && best == ids[size_t(i + 1)];
+      fmt::print("  after {:<{}} -> {:<8} p = {:.2f}{}\n", prefixes[size_t(i)], width, ckpt.tokens[size_t(best)],
+                 p(best) / p.sum(), matches ? "   (the text's next token)" : "");
+    }
+  }
+  if (!cfg.causal)
+    say("This model is bidirectional: position i also reads the tokens after it, so where the text has a next "
+        "token the prediction may simply be read from it (see the chapter's task 2).");
+
+  step(3, "Seed 003's pattern numbers");
+  const PatternStats st = attention_pattern(P, window);
+  const PatternStats uni = attention_pattern(uniform_weights(n, cfg.causal), window);
+  fmt::print("  {:<26} {:>8} {:>8} {:>9} {:>9}   {}\n", "", "entropy", "focus", "diagonal",
+             fmt::format("local {}", window), "class");
+  fmt::print("  {:<26} {:8.3f} {:8.3f} {:9.3f} {:9.3f}   {}\n", fmt::format("layer {}, head {}", layer, head),
+             st.entropy, st.focus, st.diagonal, st.local, pattern_name(classify_pattern(st)));
+  fmt::print("  {:<26} {:8.3f} {:8.3f} {:9.3f} {:9.3f}   {}\n", "uniform (learned nothing)", uni.entropy, uni.focus,
+             uni.diagonal, uni.local, pattern_name(classify_pattern(uni)));
+  fmt::print("  weight on the next token: {:.3f}\n", next_token_weight(P));
+
+  step(4, "The strongest links");
+  for (const Link& k : strongest_links(P, 5, cfg.causal))
+    fmt::print("  '{}' (position {}) -> '{}' (position {})  {:.2f}  {}\n", labels[size_t(k.query)], k.query,
+               labels[size_t(k.key)], k.key, k.weight, link_direction(k));
+
+  gap();
+  Figures figures(cli);
+  const std::string quoted = fmt::format("\"{}\"", fmt::join(labels, " "));
+  figures.draw("analyze_head.png", [&](const std::string& path) {
+    plot::Heatmap hm;
+    hm.title = fmt::format("Layer {}, head {} on {}", layer, head, quoted);
+    hm.values = P;
+    hm.row_labels = labels;
+    hm.col_labels = labels;
+    hm.xlabel = "key (attended to)";
+    hm.ylabel = "query";
+    hm.vmin = 0;
+    hm.vmax = 1;
+    return plot::heatmap(path, hm);
+  });
+  figures.draw("analyze_layer.png", [&](const std::string& path) {
+    std::vector<plot::Heatmap> panels;
+    for (int64_t k = 0; k < cfg.n_heads; ++k) {
+      plot::Heatmap hm;
+      hm.values = head_weights(*model, l, 0, k);
+      const PatternStats s = attention_pattern(hm.values, window);
+      hm.title = fmt::format("head {}: entropy {:.2f}, focus {:.2f}", k + 1, s.entropy, s.focus);
+      hm.row_labels = labels;
+      hm.col_labels = labels;
+      hm.xlabel = "key";
+      hm.ylabel = "query";
+      hm.vmin = 0;
+      hm.vmax = 1;
+      hm.annotate = false;
+      panels.push_back(std::move(hm));
+    }
+    return plot::heatmap_grid(path, fmt::format("Every head of layer {} on {}", layer, quoted), 1, int(cfg.n_heads),
+                              panels, 340);
+  });
+  figures.draw("analyze_flow.png", [&](const std::string& path) {
+    return plot::flow(path, fmt::format("Layer {}, head {}: who attends to whom", layer, head), 1, 1,
+                      {{quoted, P, labels, labels}}, 0.05, 420);
+  });
+  figures.summary();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("07-training-analyze", [&] { run(argc, argv); });
+}

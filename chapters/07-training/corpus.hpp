@@ -1,0 +1,232 @@
+// Chapter 7, task 2: next-token prediction on a small sentence corpus
+// (seed 000), chapters/07-training/corpus.txt.
+//
+// Every sentence becomes the ids of its words plus the end token ".", and
+// the model learns to predict each token from the ones before it:
+//
+//   position   0    1    2    3    4    5
+//   input      the  cat  sat  on   the  mat
+//   target     cat  sat  on   the  mat  .
+//
+// Sentences have different lengths (5 to 8 tokens here). Instead of padding
+// (which would need a padding mask, chapter 5, in every layer), a batch
+// holds sentences of one length only: the model keeps one workspace per
+// shape anyway.
+//
+// Header-only, shared by both tracks.
+#pragma once
+
+#include "07-training/model.hpp"
+#include "07-training/reversal.hpp"  // Score
+
+#include "sa/cli.hpp"
+#include "sa/rng.hpp"
+#include "sa/text.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sa {
+
+inline constexpr std::string_view kEndToken = ".";
+
+struct Corpus {
+  Vocabulary vocab;                              // words by first appearance, "." included
+  std::vector<std::vector<int64_t>> sentences;   // ids, each ending with the end token
+  int64_t max_len() const {
+    size_t n = 0;
+    for (const auto& s : sentences) n = std::max(n, s.size());
+    return int64_t(n);
+  }
+};
+
+// The corpus from its text: one sentence a line, '#' lines and blank lines
+// skipped, words lower-cased (sa::tokenize). `name` is only for messages.
+inline Corpus parse_corpus(std::string_view text, const std::string& name) {
+  std::vector<std::vector<std::string>> words;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    const auto start = line.find_first_not_of(" \t\r");
+    if (start == std::string::npos || line[start] == '#') continue;
+    std::vector<std::string> w = tokenize(line);
+    w.emplace_back(kEndToken);
+    words.push_back(std::move(w));
+  }
+  if (words.empty()) throw UsageError(fmt::format("corpus '{}' has no sentences", name));
+  std::vector<std::string> all;
+  for (const auto& w : words) all.insert(all.end(), w.begin(), w.end());
+  Corpus c;
+  c.vocab = Vocabulary(all);
+  for (const auto& w : words) c.sentences.push_back(c.vocab.ids(w));
+  return c;
+}
+
+inline Corpus load_corpus(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("corpus '{}': cannot open it", path));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_corpus(text, path);
+}
+
+// Sentence indices for training and for the held-out set: every
+// `every`-th sentence (indices every-1, 2 every-1, ...) is held out.
+struct CorpusSplit {
+  std::vector<int64_t> train, held_out;
+};
+
+inline CorpusSplit split_corpus(const Corpus& c, int64_t every) {
+  if (every < 2) throw std::invalid_argument("split_corpus: hold out every k-th sentence with k >= 2");
+  CorpusSplit s;
+  for (int64_t i = 0; i < int64_t(c.sentences.size()); ++i)
+    (i % every == every - 1 ? s.held_out : s.train).push_back(i);
+  return s;
+}
+
+// One epoch's batches: the sentences `indices` in a random order, grouped
+// by length, cut into batches of at most `batch` sentences of one length,
+// and the batches in a random order. Two draws from the generator.
+inline std::vector<std::vector<int64_t>> corpus_batches(Generator& gen, const Corpus& c,
+                                                        const std::vector<int64_t>& indices, int64_t batch) {
+  const std::vector<int64_t> perm = gen.randperm(int64_t(indices.size()));
+  std::vector<int64_t> order;
+  for (int64_t p : perm) order.push_back(indices[size_t(p)]);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return c.sentences[size_t(a)].size() < c.sentences[size_t(b)].size();
+  });
+  std::vector<std::vector<int64_t>> batches;
+  for (size_t i = 0; i < order.size();) {
+    const size_t len = c.sentences[size_t(order[i])].size();
+    std::vector<int64_t> b;
+    while (i < order.size() && c.sentences[size_t(order[i])].size() == len && int64_t(b.size()) < batch)
+      b.push_back(order[i++]);
+    batches.push_back(std::move(b));
+  }
+  const std::vector<int64_t> shuffle = gen.randperm(int64_t(batches.size()));
+  std::vector<std::vector<int64_t>> shuffled;
+  for (int64_t k : shuffle) shuffled.push_back(batches[size_t(k)]);
+  return shuffled;
+}
+
+// Inputs (every token but the last) and targets (every token but the first)
+// of sentences of one length.
+inline void make_next_token_batch(const Corpus& c, std::span<const int64_t> batch, std::vector<int64_t>& ids,
+                                  std::vector<int64_t>& targets) {
+  ids.clear();
+  targets.clear();
+  const size_t len = c.sentences.at(size_t(batch[0])).size();
+  for (int64_t i : batch) {
+    const auto& s = c.sentences.at(size_t(i));
+    if (s.size() != len)
+      throw std::invalid_argument(
+          fmt::format("make_next_token_batch: sentences of {} and {} tokens in one batch", len, s.size()));
+    ids.insert(ids.end(), s.begin(), s.end() - 1);
+    targets.insert(targets.end(), s.begin() + 1, s.end());
+  }
+}
+
+// Next-token loss and accuracy over the sentences `indices`, every
+// position predicted with the whole sentence as input (teacher forcing: the
+// way the model is trained). For a bidirectional model that input includes
+// the very token to predict.
+inline Score evaluate_next_token(TinyTransformer& model, const Corpus& c, const std::vector<int64_t>& indices) {
+  std::map<size_t, std::vector<int64_t>> by_length;
+  for (int64_t i : indices) by_length[c.sentences.at(size_t(i)).size()].push_back(i);
+  Score score;
+  double loss_sum = 0;
+  std::vector<int64_t> ids, targets;
+  for (const auto& [len, group] : by_length) {
+    make_next_token_batch(c, group, ids, targets);
+    const float loss = model.forward_loss(ids, int64_t(group.size()), targets);
+    loss_sum += double(loss) * double(targets.size());
+    score.correct += count_correct(model.logits(), model.loss_targets());
+    score.counted += int64_t(targets.size());
+  }
+  score.loss = float(loss_sum / double(std::max<int64_t>(1, score.counted)));
+  return score;
+}
+
+// The same predictions made the way generation makes them: the token at
+// position t + 1 from the prefix 0..t alone, nothing after it in the input.
+// A causal model gets exactly the numbers of evaluate_next_token (its
+// position t never sees later tokens anyway); a bidirectional model loses
+// whatever it read from the future.
+inline Score evaluate_prefixes(TinyTransformer& model, const Corpus& c, const std::vector<int64_t>& indices) {
+  Score score;
+  double loss_sum = 0;
+  std::vector<int64_t> ids, targets;
+  for (int64_t len = 1; len < c.max_len(); ++len) {
+    ids.clear();
+    targets.clear();
+    for (int64_t i : indices) {
+      const auto& s = c.sentences.at(size_t(i));
+      if (int64_t(s.size()) <= len) continue;
+      ids.insert(ids.end(), s.begin(), s.begin() + len);
+      targets.push_back(s[size_t(len)]);
+    }
+    if (targets.empty()) continue;
+    const int64_t batch = int64_t(targets.size());
+    const Matrix& logits = model.forward(ids, batch);
+    for (int64_t b = 0; b < batch; ++b) {
+      const auto z = logits.row(b * len + len - 1).array();
+      const float z_max = z.maxCoeff();
+      const double log_sum = double(z_max) + std::log(double((z - z_max).exp().sum()));
+      const int64_t t = targets[size_t(b)];
+      loss_sum += log_sum - double(z(t));
+      Eigen::Index best = 0;
+      logits.row(b * len + len - 1).maxCoeff(&best);
+      score.correct += best == t;
+      ++score.counted;
+    }
+  }
+  score.loss = float(loss_sum / double(std::max<int64_t>(1, score.counted)));
+  return score;
+}
+
+// For scale: the next-token accuracy of a lookup table instead of a model.
+// Each token of the sentences `eval` (from position 1 on) is predicted as
+// the token that most often followed the same last `context` tokens in the
+// sentences `train` (ties: the smaller id); when the prefix is shorter, or
+// that context never occurred, the table backs off to fewer tokens, down to
+// the most frequent token overall. context 1 is a bigram table; a context
+// as long as the longest sentence is the whole prefix.
+inline double ngram_accuracy(const Corpus& c, const std::vector<int64_t>& train, const std::vector<int64_t>& eval,
+                             int64_t context) {
+  if (context < 0) throw std::invalid_argument("ngram_accuracy: context must be >= 0");
+  // counts[k][last k tokens][next token]
+  std::vector<std::map<std::vector<int64_t>, std::map<int64_t, int64_t>>> counts(size_t(context + 1));
+  for (int64_t i : train) {
+    const auto& s = c.sentences.at(size_t(i));
+    for (size_t t = 1; t < s.size(); ++t)
+      for (int64_t k = 0; k <= context && k <= int64_t(t); ++k)
+        ++counts[size_t(k)][std::vector<int64_t>(s.begin() + int64_t(t) - k, s.begin() + int64_t(t))][s[t]];
+  }
+  int64_t correct = 0, counted = 0;
+  for (int64_t i : eval) {
+    const auto& s = c.sentences.at(size_t(i));
+    for (size_t t = 1; t < s.size(); ++t) {
+      int64_t guess = -1;
+      for (int64_t k = std::min<int64_t>(context, int64_t(t)); k >= 0 && guess < 0; --k) {
+        const auto it = counts[size_t(k)].find(std::vector<int64_t>(s.begin() + int64_t(t) - k, s.begin() + int64_t(t)));
+        if (it == counts[size_t(k)].end()) continue;
+        int64_t best = 0;
+        for (const auto& [token, n] : it->second)  // ascending ids: the first maximum wins ties
+          if (n > best) best = n, guess = token;
+      }
+      correct += guess == s[t];
+      ++counted;
+    }
+  }
+  return counted ? 100.0 * double(correct) / double(counted) : 0.0;
+}
+
+}  // namespace sa

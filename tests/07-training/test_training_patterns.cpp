@@ -1,0 +1,113 @@
+// Hidden suite of chapter 7, part 2: the attention-pattern analyzer
+// (patterns.hpp, seed 003) on matrices whose numbers can be worked out by
+// hand, and the seed's classes on them.
+//
+// Tolerance: the weights are float32 (0.1f is not 0.1), the metrics sums of
+// at most 100 of them taken in double, so a right answer is within 1e-7 of
+// the hand value; 1e-6 leaves room and is still far below any mistake (a
+// window off by one moves local focus by at least 1/n of a row's weight, a
+// missed row by 1/rows).
+#include "07-training/patterns.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+using namespace sa;
+
+namespace {
+
+constexpr double kMargin = 1e-6;
+
+Matrix uniform(int64_t rows, int64_t cols) { return Matrix::Constant(rows, cols, 1.0f / float(cols)); }
+
+// Row 0 attends to itself, every later row to the token before it.
+Matrix previous_token(int64_t n) {
+  Matrix P = Matrix::Zero(n, n);
+  P(0, 0) = 1;
+  for (int64_t i = 1; i < n; ++i) P(i, i - 1) = 1;
+  return P;
+}
+
+// Every row puts half its weight on the first key and half on the last.
+Matrix two_ends(int64_t n) {
+  Matrix P = Matrix::Zero(n, n);
+  P.col(0).setConstant(0.5f);
+  P.col(n - 1).setConstant(0.5f);
+  return P;
+}
+
+void check_stats(const PatternStats& s, double entropy, double focus, double diagonal, double local) {
+  CHECK(s.entropy == Approx(entropy).margin(kMargin));
+  CHECK(s.focus == Approx(focus).margin(kMargin));
+  CHECK(s.diagonal == Approx(diagonal).margin(kMargin));
+  CHECK(s.local == Approx(local).margin(kMargin));
+}
+
+}  // namespace
+
+TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-derived heads",
+          "[ch07][attention_pattern]") {
+  SECTION("attending to itself: entropy 0, everything else 1") {
+    check_stats(attention_pattern(Matrix::Identity(4, 4)), 0.0, 1.0, 1.0, 1.0);
+  }
+  SECTION("uniform over 4 keys: entropy ln 4; a window of 1 clips at both ends") {
+    check_stats(attention_pattern(uniform(4, 4), 3), std::log(4.0), 0.25, 0.25, 1.0);
+    // Rows 0 and 3 see 2 keys of the band, rows 1 and 2 see 3: (2 + 3 + 3 + 2) / 4 / 4.
+    CHECK(attention_pattern(uniform(4, 4), 1).local == Approx(0.625).margin(kMargin));
+  }
+  SECTION("the previous token: one-hot rows, only row 0 on the diagonal") {
+    check_stats(attention_pattern(previous_token(6), 1), 0.0, 1.0, 1.0 / 6.0, 1.0);
+    // A window of 0 is the diagonal itself.
+    CHECK(attention_pattern(previous_token(6), 0).local == Approx(1.0 / 6.0).margin(kMargin));
+  }
+  SECTION("every query on the first key: local only while key 0 is within 3 positions") {
+    Matrix P = Matrix::Zero(8, 8);
+    P.col(0).setOnes();
+    // Rows 0..3 have key 0 in their band, rows 4..7 do not: local 4/8.
+    check_stats(attention_pattern(P, 3), 0.0, 1.0, 1.0 / 8.0, 0.5);
+  }
+  SECTION("half on the first key, half on the last: entropy ln 2") {
+    // Every row has exactly one of the two ends within 3 positions; rows 0
+    // and 7 have half their weight on the diagonal: (0.5 + 0.5) / 8.
+    check_stats(attention_pattern(two_ends(8), 3), std::log(2.0), 0.5, 0.125, 0.5);
+  }
+  SECTION("not square: the diagonal runs over the shorter side") {
+    Matrix P(2, 3);
+    P << 0.5f, 0.25f, 0.25f,  //
+        0.2f, 0.6f, 0.2f;
+    const double h0 = -(0.5 * std::log(0.5) + 2 * 0.25 * std::log(0.25));
+    const double h1 = -(2 * double(0.2f) * std::log(double(0.2f)) + double(0.6f) * std::log(double(0.6f)));
+    // window 1: row 0 keeps keys 0..1 (0.75), row 1 keys 0..2 (1.0).
+    check_stats(attention_pattern(P, 1), (h0 + h1) / 2, (0.5 + double(0.6f)) / 2, (0.5 + double(0.6f)) / 2, 0.875);
+  }
+  SECTION("refuses an empty matrix and a negative window") {
+    CHECK_THROWS_AS(attention_pattern(Matrix(0, 0)), std::invalid_argument);
+    CHECK_THROWS_AS(attention_pattern(uniform(3, 3), -1), std::invalid_argument);
+  }
+}
+
+TEST_CASE("attention_pattern: seed 003's classes, and what the absolute thresholds do on short inputs",
+          "[ch07][attention_pattern]") {
+  CHECK(classify_pattern(attention_pattern(Matrix::Identity(5, 5))) == PatternClass::SelfFocused);
+  // One-hot on the neighbour: local with a window of 1; with a window of 0
+  // it is no longer local but still concentrated (focus 1, entropy 0).
+  CHECK(classify_pattern(attention_pattern(previous_token(6), 1)) == PatternClass::LocallyFocused);
+  CHECK(classify_pattern(attention_pattern(previous_token(6), 0)) == PatternClass::Concentrated);
+  // Focus exactly 0.5 is not "> 0.5": the two-ended head is mixed.
+  CHECK(classify_pattern(attention_pattern(two_ends(8), 3)) == PatternClass::Mixed);
+  // Uniform over 10 keys: entropy ln 10 = 2.30 > 2, and a window of 3
+  // keeps only 0.58 of the weight: distributed.
+  const PatternStats wide = attention_pattern(uniform(10, 10), 3);
+  CHECK(wide.local == Approx(0.58).margin(kMargin));
+  CHECK(classify_pattern(wide) == PatternClass::Distributed);
+  // The trap the chapter shows: over 6 tokens a window of 3 holds
+  // (4 + 5 + 6 + 6 + 5 + 4) / 36 = 0.83 of a uniform head's weight, so a
+  // head that learned nothing is "locally focused"; a window of 1 says mixed.
+  const PatternStats short_uniform = attention_pattern(uniform(6, 6), 3);
+  CHECK(short_uniform.local == Approx(30.0 / 36.0).margin(kMargin));
+  CHECK(classify_pattern(short_uniform) == PatternClass::LocallyFocused);
+  CHECK(classify_pattern(attention_pattern(uniform(6, 6), 1)) == PatternClass::Mixed);
+  CHECK(pattern_name(PatternClass::LocallyFocused) == "locally focused");
+}
