@@ -44,7 +44,8 @@ void run(int argc, char** argv) {
   Cli cli("07-training",
           "Chapter 7's analysis command: load a checkpoint saved by the chapter program (07-training) and show "
           "the attention of one head on a text: weights, next-token predictions, pattern numbers, strongest "
-          "links, and figures.");
+          "links, and figures.",
+          "07-training-analyze");
   cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.ckpt)");
   cli.add("--text", &text, "the text to analyze, tokens separated by spaces");
   cli.add("--layer", &layer, "the layer, from 1", IntRange{1, 1000});

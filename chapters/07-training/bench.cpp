@@ -107,7 +107,8 @@ void run(int argc, char** argv) {
   int64_t steps = 200, epochs = 5, max_epochs = 40, torch_steps = 40;
   bool pytorch = false;
   Cli cli("07-training", "Benchmark of chapter 7's training on the reversal task (seed 004's setup: d_model 32, "
-                         "4 heads, 2 layers, batch 128, 5000 samples).");
+                         "4 heads, 2 layers, batch 128, 5000 samples).",
+          "07-training-bench");
   cli.add("--steps", &steps, "training steps timed for the step median", IntRange{5, 100000});
   cli.add("--epochs", &epochs, "epochs timed for the epoch median", IntRange{1, 1000});
   cli.add("--max-epochs", &max_epochs, "give up the run to 99% after this many epochs", IntRange{1, 1000});

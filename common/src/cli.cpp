@@ -28,10 +28,11 @@ std::string describe(RealRange r) {
 
 }  // namespace
 
-Cli::Cli(std::string chapter, std::string summary)
+Cli::Cli(std::string chapter, std::string summary, std::string program)
     : plots_dir(std::string(SA_SOURCE_DIR) + "/plots/" + chapter),
       chapter_(std::move(chapter)),
-      summary_(std::move(summary)) {
+      summary_(std::move(summary)),
+      program_(program.empty() ? chapter_ : std::move(program)) {
   options_.push_back({"--help", "show this help and exit", "", false, nullptr});
   options_.push_back({"--no-plots", "do not draw figures", "", false, [this](const std::string&) { plots = false; }});
   options_.push_back({"--seed", "seed of the generator (the same as torch.manual_seed)", "42", true,
@@ -77,7 +78,7 @@ void Cli::add_flag(const std::string& flag, bool* target, const std::string& hel
 }
 
 void Cli::print_help() const {
-  fmt::print("usage: {} [options]\n\n", chapter_);
+  fmt::print("usage: {} [options]\n\n", program_);
   say(summary_);
   fmt::print("\noptions:\n");
   for (const auto& o : options_) {

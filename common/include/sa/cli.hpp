@@ -37,8 +37,9 @@ struct RealRange {
 class Cli {
  public:
   // `chapter` is the folder name, e.g. "01-qkv-projection": it names the
-  // program in messages and the default figure folder plots/<chapter>.
-  Cli(std::string chapter, std::string summary);
+  // default figure folder plots/<chapter> and, unless `program` is given,
+  // the program in --help (chapter 7's tools: "07-training-analyze").
+  Cli(std::string chapter, std::string summary, std::string program = "");
 
   void add(const std::string& flag, int64_t* target, const std::string& help, IntRange range = {});
   void add(const std::string& flag, double* target, const std::string& help, RealRange range = {});
@@ -61,7 +62,7 @@ class Cli {
     std::function<void(const std::string&)> set;
   };
   void print_help() const;
-  std::string chapter_, summary_;
+  std::string chapter_, summary_, program_;
   std::vector<Option> options_;
 };
 
