@@ -7,7 +7,7 @@ seeded the same way, so its numbers must match these.
 import torch
 import torch.nn as nn
 
-from fixtures import sinusoidal, write_fixtures
+from fixtures import running_example, sinusoidal, write_fixtures
 
 torch.set_printoptions(precision=6)
 out = {}
@@ -21,21 +21,10 @@ def linear_params(prefix, layer):
 
 
 # --- The running example: "the cat sat on the mat", seed 42, d_model 64 ----
-torch.manual_seed(42)
-words = "the cat sat on the mat".split()
-vocab = list(dict.fromkeys(words))            # first-appearance order
-ids = torch.tensor([vocab.index(w) for w in words])
-d_model, d_k = 64, 64
-embedding = nn.Embedding(len(vocab), d_model)  # weight ~ N(0, 1)
-W_q = nn.Linear(d_model, d_k)
-W_k = nn.Linear(d_model, d_k)
-W_v = nn.Linear(d_model, d_k)
-with torch.no_grad():
-    E = embedding(ids)
-    PE = sinusoidal(len(words), d_model)
-    X = E + PE
-    Q, K, V = W_q(X), W_k(X), W_v(X)
-    scores = Q @ K.T
+run = running_example()
+ids, embedding, W_q, W_k, W_v = run.ids, run.embedding, run.W_q, run.W_k, run.W_v
+E, PE, X, Q, K, V = run.E, run.PE, run.X, run.Q, run.K, run.V
+scores = Q @ K.T
 out["run.ids"] = ids
 out["run.table"] = embedding.weight.detach().clone()
 linear_params("run.W_q", W_q)

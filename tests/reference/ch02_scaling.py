@@ -9,9 +9,8 @@ with torch.var's unbiased estimate, all in float32 as torch computes them.
 import math
 
 import torch
-import torch.nn as nn
 
-from fixtures import sinusoidal, write_fixtures
+from fixtures import running_example, write_fixtures
 
 out = {}
 
@@ -21,18 +20,9 @@ def scaled(Q, K):
 
 
 # --- The running example, built exactly as chapter 1 builds it ---------------
-torch.manual_seed(42)
-words = "the cat sat on the mat".split()
-vocab = list(dict.fromkeys(words))
-ids = torch.tensor([vocab.index(w) for w in words])
-d_model, d_k = 64, 64
-embedding = nn.Embedding(len(vocab), d_model)
-W_q, W_k, W_v = nn.Linear(d_model, d_k), nn.Linear(d_model, d_k), nn.Linear(d_model, d_k)
-with torch.no_grad():
-    X = embedding(ids) + sinusoidal(len(words), d_model)
-    Q, K = W_q(X), W_k(X)
-    out["run.scores"] = Q @ K.T
-    out["run.scaled"] = scaled(Q, K)          # / sqrt(64) = / 8
+run = running_example()
+out["run.scores"] = run.Q @ run.K.T
+out["run.scaled"] = scaled(run.Q, run.K)      # / sqrt(64) = / 8
 
 # --- Cross-attention: 10 queries look at 50 keys, d_k 16 --------------------
 torch.manual_seed(1)

@@ -8,9 +8,8 @@ focus metrics. The running example is rebuilt exactly as chapter 1 builds it
 import math
 
 import torch
-import torch.nn as nn
 
-from fixtures import sinusoidal, write_fixtures
+from fixtures import running_example, write_fixtures
 
 out = {}
 
@@ -75,18 +74,11 @@ out["att.batch.Q"], out["att.batch.K"], out["att.batch.V"] = Qb, Kb, Vb
 out["att.batch.output"], out["att.batch.weights"] = out_b, w_b
 
 # --- the running example: "the cat sat on the mat", seed 42, d_model 64 ------
-torch.manual_seed(42)
-words = "the cat sat on the mat".split()
-vocab = list(dict.fromkeys(words))
-ids = torch.tensor([vocab.index(w) for w in words])
-d_model = d_k = 64
-embedding = nn.Embedding(len(vocab), d_model)
-W_q, W_k, W_v = nn.Linear(d_model, d_k), nn.Linear(d_model, d_k), nn.Linear(d_model, d_k)
+run = running_example()
+Q, K, V = run.Q, run.K, run.V
 with torch.no_grad():
-    X_run = embedding(ids) + sinusoidal(len(words), d_model)
-    Q, K, V = W_q(X_run), W_k(X_run), W_v(X_run)
     output, weights = attention(Q, K, V)
-out["run.scaled"] = Q @ K.T / math.sqrt(d_k)
+out["run.scaled"] = Q @ K.T / math.sqrt(Q.shape[-1])
 out["run.weights"], out["run.output"] = weights, output
 out["run.entropy"] = entropy(weights)
 out["run.focus"] = focus(weights)

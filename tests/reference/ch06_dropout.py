@@ -12,10 +12,9 @@ Masks are stored as i64 0/1.
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from fixtures import sinusoidal, write_fixtures
+from fixtures import running_example, write_fixtures
 
 out = {}
 
@@ -68,16 +67,10 @@ out["nodraw.rand"] = torch.rand(6)  # the same numbers as right after torch.rand
 
 
 # --- the running example: "the cat sat on the mat", seed 42, d_model 64 ------
-torch.manual_seed(42)
-words = "the cat sat on the mat".split()
-vocab = list(dict.fromkeys(words))
-ids = torch.tensor([vocab.index(w) for w in words])
-d_model = d_k = 64
-embedding = nn.Embedding(len(vocab), d_model)
-W_q, W_k, W_v = nn.Linear(d_model, d_k), nn.Linear(d_model, d_k), nn.Linear(d_model, d_k)
+run = running_example()
+Q, K, V = run.Q, run.K, run.V
+d_k = Q.shape[-1]
 with torch.no_grad():
-    X_run = embedding(ids) + sinusoidal(len(words), d_model)
-    Q, K, V = W_q(X_run), W_k(X_run), W_v(X_run)
     weights = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1)
     # Straight after the parameters, on the same generator, as chapter 6's program does.
     dropped = F.dropout(weights, 0.1, training=True)

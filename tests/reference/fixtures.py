@@ -8,8 +8,10 @@ exactly, so the C++ side can compare bit for bit where that is the claim.
 """
 import math
 import os
+from types import SimpleNamespace
 
 import torch
+import torch.nn as nn
 
 FIXTURES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 
@@ -53,3 +55,26 @@ def sinusoidal(seq_len, d_model):
             angle = pos / (10000.0 ** ((j - j % 2) / d_model))
             pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
     return pe.float()
+
+
+def running_example(seed=42, text="the cat sat on the mat", d_model=64, d_k=64):
+    """The book's running example, drawn as chapter 1's program draws it:
+    torch.manual_seed(seed), nn.Embedding(vocab, d_model), then W_q, W_k, W_v
+    as nn.Linear(d_model, d_k). Later draws continue on the same generator,
+    as in the C++ programs. Returns words, vocab, ids, embedding, W_q, W_k,
+    W_v, E, PE, X, Q, K, V."""
+    torch.manual_seed(seed)
+    r = SimpleNamespace()
+    r.words = text.split()
+    r.vocab = list(dict.fromkeys(r.words))  # first-appearance order
+    r.ids = torch.tensor([r.vocab.index(w) for w in r.words])
+    r.embedding = nn.Embedding(len(r.vocab), d_model)  # weight ~ N(0, 1)
+    r.W_q = nn.Linear(d_model, d_k)
+    r.W_k = nn.Linear(d_model, d_k)
+    r.W_v = nn.Linear(d_model, d_k)
+    with torch.no_grad():
+        r.E = r.embedding(r.ids)
+        r.PE = sinusoidal(len(r.words), d_model)
+        r.X = r.E + r.PE
+        r.Q, r.K, r.V = r.W_q(r.X), r.W_k(r.X), r.W_v(r.X)
+    return r
