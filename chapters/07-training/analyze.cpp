@@ -152,16 +152,10 @@ void run(int argc, char** argv) {
   figures.draw("analyze_layer.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
     for (int64_t k = 0; k < cfg.n_heads; ++k) {
-      plot::Heatmap hm;
-      hm.values = head_weights(*model, l, 0, k);
-      const PatternStats s = attention_pattern(hm.values, window);
-      hm.title = fmt::format("head {}: entropy {:.2f}, focus {:.2f}", k + 1, s.entropy, s.focus);
-      hm.row_labels = labels;
-      hm.col_labels = labels;
-      hm.xlabel = "key";
-      hm.ylabel = "query";
-      hm.vmin = 0;
-      hm.vmax = 1;
+      const Matrix P = head_weights(*model, l, 0, k);
+      const PatternStats s = attention_pattern(P, window);
+      plot::Heatmap hm =
+          plot::weights_heatmap(fmt::format("head {}: entropy {:.2f}, focus {:.2f}", k + 1, s.entropy, s.focus), P, labels);
       hm.annotate = false;
       panels.push_back(std::move(hm));
     }

@@ -113,15 +113,10 @@ std::vector<plot::Heatmap> heatmap_panels(const TinyTransformer& model, int64_t 
   std::vector<plot::Heatmap> panels;
   for (int64_t l = 0; l < model.config().n_layers; ++l)
     for (int64_t h = 0; h < model.config().n_heads; ++h) {
-      plot::Heatmap p;
-      p.title = fmt::format("layer {}, head {}", l + 1, h + 1);
-      p.values = head_weights(model, l, b, h);
-      p.row_labels = labels;
-      p.col_labels = labels;
+      plot::Heatmap p =
+          plot::weights_heatmap(fmt::format("layer {}, head {}", l + 1, h + 1), head_weights(model, l, b, h), labels);
       p.xlabel = "key (attended to)";
       p.ylabel = "query (position)";
-      p.vmin = 0;
-      p.vmax = 1;
       p.annotate = false;
       panels.push_back(std::move(p));
     }
@@ -931,15 +926,8 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   gap();
   fmt::print("Drawing figures\n");
   const auto panel = [&](const Matrix& P, const std::string& title) {
-    plot::Heatmap p;
-    p.title = title;
-    p.values = P;
-    p.row_labels = labels;
-    p.col_labels = labels;
+    plot::Heatmap p = plot::weights_heatmap(title, P, labels);
     p.xlabel = "key (attended to)";
-    p.ylabel = "query";
-    p.vmin = 0;
-    p.vmax = 1;
     return p;
   };
   const auto stats_title = [&](const Matrix& P, const std::string& who) {

@@ -970,6 +970,17 @@ std::string title_clause(const std::string& name) { return name.empty() ? "notit
 
 bool available() { return probe() == Gnuplot_status::ok; }
 
+Heatmap weights_heatmap(std::string title, Matrix weights, const std::vector<std::string>& labels) {
+  Heatmap h;
+  h.title = std::move(title);
+  h.values = std::move(weights);
+  h.row_labels = labels;
+  h.col_labels = labels;
+  h.vmin = 0;
+  h.vmax = 1;
+  return h;
+}
+
 std::string heatmap(const std::string& png_path, const Heatmap& h, int width, int height) {
   validate("heatmap", h);
   check_size("heatmap", width, height);

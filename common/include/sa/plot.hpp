@@ -40,6 +40,11 @@ struct Heatmap {
   bool diverging = false;               // blue-white-red palette centred on 0
 };
 
+// An attention-weights panel, the book's most common figure: token labels on
+// both axes (query rows, key columns) and the colour range fixed to [0, 1]
+// so panels side by side compare. Adjust the other fields as needed.
+Heatmap weights_heatmap(std::string title, Matrix weights, const std::vector<std::string>& labels);
+
 struct Series {
   std::string name;  // legend entry
   std::vector<double> x, y;
