@@ -41,24 +41,17 @@ function(sa_add_chapter number name)
   set(SA_CHAPTERS ${SA_CHAPTERS} PARENT_SCOPE)
 endfunction()
 
-sa_add_chapter(01 qkv-projection)
-sa_add_chapter(02 scaling)
-sa_add_chapter(03 softmax)
-sa_add_chapter(04 multi-head)
-sa_add_chapter(05 causal-mask)
-sa_add_chapter(06 dropout)
-sa_add_chapter(07 training)
-
-# Chapter 7's benchmark: the median time of a training step and an epoch of
-# the reversal task, and the time to 99% held-out accuracy (always the
-# reference solutions: it measures the book's code, not the reader's).
-add_executable(07-training-bench ${PROJECT_SOURCE_DIR}/chapters/07-training/bench.cpp)
-target_link_libraries(07-training-bench PRIVATE ${SA_07_SOLUTIONS_LIBS})
-set_target_properties(07-training-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
-
-# Chapter 7's analysis command: loads a checkpoint the chapter program saved
-# and shows one head's attention on a text (always the reference solutions,
-# like the benchmark: it is a tool, not the reader's exercise).
-add_executable(07-training-analyze ${PROJECT_SOURCE_DIR}/chapters/07-training/analyze.cpp)
-target_link_libraries(07-training-analyze PRIVATE ${SA_07_SOLUTIONS_LIBS})
-set_target_properties(07-training-analyze PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+# The one list of chapters (chapters/chapters.txt): a line there and the
+# chapter's folders are all it takes to add one. A chapter's extra programs
+# (chapter 7's benchmark and analyzer) live in its folder's programs.cmake.
+file(STRINGS ${PROJECT_SOURCE_DIR}/chapters/chapters.txt SA_CHAPTER_LIST REGEX "^[0-9][0-9]-")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/chapters/chapters.txt)
+foreach(entry IN LISTS SA_CHAPTER_LIST)
+  string(STRIP "${entry}" entry)
+  string(SUBSTRING ${entry} 0 2 number)
+  string(SUBSTRING ${entry} 3 -1 name)
+  sa_add_chapter(${number} ${name})
+  if(EXISTS ${PROJECT_SOURCE_DIR}/chapters/${entry}/programs.cmake)
+    include(${PROJECT_SOURCE_DIR}/chapters/${entry}/programs.cmake)
+  endif()
+endforeach()
