@@ -1,27 +1,143 @@
 // The one main() of every hidden suite: Catch2's, plus
-//  - a translator so an unwritten exercise reads as its message and hint;
-//  - a listener that, when SA_CHECK_REPORT names a file, appends one line
-//    per test case for `./book check`:
-//        <pass|fail|todo> TAB <test case> TAB <first failure> TAB <hint>
+//  - a translator that names every exception a test did not expect: an
+//    unwritten exercise reads as its message and hint, a std::exception as
+//    its type and what(), anything else (`throw 42`) as a crash with its type;
+//  - a listener that, when SA_CHECK_REPORT names a file, appends lines for
+//    `./book check`:
+//        start TAB <test case> TAB <function under test>     (when it begins)
+//        <pass|fail|todo|crash> TAB <test case> TAB <first failure> TAB <hint>
+//    A `start` line without its end line tells `check` the process died in
+//    that test case (a crash, a hang killed by the time limit, an exit()).
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "sa/exercise.hpp"
 
+#include <cxxabi.h>
+
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
-
-CATCH_TRANSLATE_EXCEPTION(const sa::NotImplemented& e) {
-  return std::string(e.what()) + "\n  hint: " + e.hint();
-}
+#include <typeinfo>
 
 namespace {
+
+std::string demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && readable ? readable.get() : name;
+}
+
+// Registered before any other translator (it is the only one), so it sees
+// every exception Catch2 asks about. Catch2's own TestFailureException (how
+// REQUIRE stops a test case) must pass through untouched.
+class NameEveryException : public Catch::IExceptionTranslator {
+ public:
+  std::string translate(Catch::ExceptionTranslators::const_iterator it,
+                        Catch::ExceptionTranslators::const_iterator end) const override {
+    try {
+      if (it == end) std::rethrow_exception(std::current_exception());
+      return (*it)->translate(it + 1, end);
+    } catch (const Catch::TestFailureException&) {
+      throw;
+    } catch (const sa::NotImplemented& e) {
+      return std::string(e.what()) + "\n  hint: " + e.hint();
+    } catch (const std::exception& e) {
+      return "threw " + demangle(typeid(e).name()) + ": " + e.what();
+    } catch (...) {
+      const std::type_info* type = abi::__cxa_current_exception_type();
+      return "crashed: uncaught exception of type " + (type ? demangle(type->name()) : std::string("unknown"));
+    }
+  }
+};
+
+[[maybe_unused]] const bool registered = [] {
+  Catch::getMutableRegistryHub().registerTranslator(new NameEveryException);
+  return true;
+}();
 
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\t' || c == '\n') c = ' ';
   return s;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "CHECK_THROWS_AS( f(x), std::invalid_argument )" keeps "f(x), std::invalid_argument"
+// as its expression: split it into the call and the exception type.
+std::pair<std::string, std::string> call_and_type(const std::string& expression) {
+  const auto comma = expression.rfind(", ");
+  if (comma == std::string::npos) return {expression, "an exception"};
+  return {expression.substr(0, comma), expression.substr(comma + 2)};
+}
+
+// What a reader needs from one failed assertion: what was expected, what
+// came out, and (from INFO/CAPTURE) for which input.
+std::string describe(const Catch::AssertionStats& stats) {
+  const Catch::AssertionResult& r = stats.assertionResult;
+  const std::string macro(r.getTestMacroName());
+  const bool throws_as = macro.find("THROWS_AS") != std::string::npos;
+  const bool throws = macro.find("THROWS") != std::string::npos && macro.find("NOTHROW") == std::string::npos;
+  std::string message;
+  if (r.getResultType() == Catch::ResultWas::FatalErrorCondition) {
+    // Catch2 caught a signal: name it the way `check` names crashes. (A
+    // SIGTERM is `check`'s time limit; `check` reports it as a time-out.)
+    const std::string what = r.getMessage();
+    message = starts_with(what, "SIGSEGV") ? "crashed: segmentation fault (an index outside a matrix or vector?)"
+              : starts_with(what, "SIGABRT") ? "crashed: abort (an assert or abort() failed)"
+              : starts_with(what, "SIGFPE")  ? "crashed: floating-point exception (an integer division by zero?)"
+              : starts_with(what, "SIGTERM") ? "crashed: stopped by SIGTERM"
+                                             : "crashed: " + what;
+  } else if (r.getResultType() == Catch::ResultWas::DidntThrowException) {
+    if (throws_as) {
+      auto [call, type] = call_and_type(r.getExpression());
+      message = "expected " + type + " from " + call + ": nothing was thrown";
+    } else {
+      message = "expected an exception from " + r.getExpression() + ": nothing was thrown";
+    }
+  } else if (r.getResultType() == Catch::ResultWas::ThrewException) {
+    const std::string what = r.getMessage();
+    if (throws_as && !starts_with(what, "not implemented yet:")) {
+      auto [call, type] = call_and_type(r.getExpression());
+      message = "expected " + type + " from " + call + ": " + (starts_with(what, "threw ") ? what : "threw " + what);
+    } else if (starts_with(what, "not implemented yet:") || starts_with(what, "crashed:") || starts_with(what, "threw ")) {
+      message = what;
+    } else {
+      message = "threw: " + what;
+    }
+    if (r.hasExpression() && !starts_with(what, "not implemented yet:") && !throws_as)
+      message += " (in " + r.getExpression() + ")";
+  } else if (r.hasMessage()) {
+    message = r.getMessage();  // FAIL(...) or a helper's explanation
+  } else if (r.hasExpression()) {
+    const std::string expression = r.getExpression(), expanded = r.getExpandedExpression();
+    message = "expected " + expression;
+    if (throws) message += " to throw";
+    if (!expanded.empty() && expanded != expression) message += ", got " + expanded;
+  }
+  if (message.empty()) message = "failed";
+  // INFO and CAPTURE say which input; the assertion's own message is copied
+  // into this list by Catch2 too, so skip it.
+  std::string context;
+  for (const Catch::MessageInfo& info : stats.infoMessages) {
+    if (info.message.empty() || (r.hasMessage() && info.message == r.getMessage())) continue;
+    context += (context.empty() ? "" : "; ") + info.message;
+  }
+  const std::string hint_marker = "\n  hint: ";
+  const auto hint_at = message.find(hint_marker);
+  std::string hint = hint_at == std::string::npos ? "" : message.substr(hint_at);
+  if (hint_at != std::string::npos) message.resize(hint_at);
+  if (!context.empty() && !starts_with(message, "not implemented yet:")) message += " [" + context + "]";
+  return message + hint;
+}
+
+// The function a test case is about: its tag after [chNN], e.g. [softmax_rows].
+std::string function_under_test(const Catch::TestCaseInfo& info) {
+  for (const std::string& tag : info.tags)
+    if (!(tag.size() == 4 && starts_with(tag, "ch"))) return tag;
+  return "";
 }
 
 class CheckReport : public Catch::TestEventListenerBase {
@@ -32,38 +148,45 @@ class CheckReport : public Catch::TestEventListenerBase {
     TestEventListenerBase::testCaseStarting(info);
     first_failure_.clear();
     hint_.clear();
-    todo_ = false;
+    if (const char* path = report_path()) {
+      std::ofstream out(path, std::ios::app);
+      out << "start\t" << one_line(info.name) << '\t' << function_under_test(info) << std::endl;
+    }
   }
 
   bool assertionEnded(const Catch::AssertionStats& stats) override {
-    const Catch::AssertionResult& r = stats.assertionResult;
-    if (!r.succeeded() && first_failure_.empty()) {
-      std::string message = r.hasMessage() ? r.getMessage() : r.getExpandedExpression();
-      if (message.empty()) message = r.getExpression();
+    if (!stats.assertionResult.succeeded() && first_failure_.empty()) {
+      std::string message = describe(stats);
       const std::string hint_marker = "\n  hint: ";
       if (auto at = message.find(hint_marker); at != std::string::npos) {
         hint_ = message.substr(at + hint_marker.size());
         message.resize(at);
       }
-      todo_ = message.rfind("not implemented yet:", 0) == 0;
-      first_failure_ = message.empty() ? "failed" : message;
+      first_failure_ = message;
     }
     return TestEventListenerBase::assertionEnded(stats);
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     TestEventListenerBase::testCaseEnded(stats);
-    const char* path = std::getenv("SA_CHECK_REPORT");
-    if (!path || !*path) return;
+    const char* path = report_path();
+    if (!path) return;
     std::ofstream out(path, std::ios::app);
     const bool passed = stats.totals.assertions.allPassed() && first_failure_.empty();
-    out << (passed ? "pass" : todo_ ? "todo" : "fail") << '\t' << one_line(stats.testInfo.name) << '\t'
-        << one_line(first_failure_) << '\t' << one_line(hint_) << '\n';
+    const char* kind = passed                                           ? "pass"
+                       : starts_with(first_failure_, "not implemented yet:") ? "todo"
+                       : starts_with(first_failure_, "crashed:")             ? "crash"
+                                                                             : "fail";
+    out << kind << '\t' << one_line(stats.testInfo.name) << '\t' << one_line(first_failure_) << '\t'
+        << one_line(hint_) << std::endl;
   }
 
  private:
+  static const char* report_path() {
+    const char* path = std::getenv("SA_CHECK_REPORT");
+    return path && *path ? path : nullptr;
+  }
   std::string first_failure_, hint_;
-  bool todo_ = false;
 };
 
 }  // namespace

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The exercise loop against the mistakes readers make (ctest label `tooling`).
+#
+# On a copy of the repository, with the reference solutions of chapters 2, 3
+# and 5 copied into exercises/, inject into chapter 3 an endless loop
+# (row_entropy), a segmentation fault (focus), abort() (softmax_backward) and a
+# wrong value (attention's output doubled); into chapter 5 `throw 42`
+# (mask_and) and std::exit(0) (padding_masks); into chapter 2 a compile error.
+# Then `./book check --timeout 2` must finish, print the whole table, count
+# every test case of each suite, and name each crashed or hung test case and
+# what happened to it. Finally --watch re-runs on a change and stops on Ctrl-C.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
+expect() {  # pattern (fixed string), description
+  grep -qF -- "$1" "$WORK/out" || fail "$2: expected to find: $1"
+}
+
+# ---- a copy of the tree, without its builds
+tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$WORK" -xf -
+B="$WORK"
+for c in 02-scaling 03-softmax 05-causal-mask; do cp "$ROOT/solutions/$c/"*.cpp "$B/exercises/$c/"; done
+inject() {  # file, line that opens the function, statement to put first in it
+  grep -q "^$2" "$1" || { echo "cannot find '$2' in $1"; exit 1; }
+  sed -i "/^$2/a\\  $3" "$1"
+}
+inject "$B/exercises/03-softmax/softmax.cpp" 'std::vector<double> row_entropy(' 'for (volatile int spin = 0;; spin = spin + 1) {}'
+inject "$B/exercises/03-softmax/softmax.cpp" 'double focus(' '{ volatile int* nowhere = nullptr; *nowhere = 1; }'
+inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' 'std::abort();'
+sed -i 's/result.output = result.weights \* V;/result.output = 2 * result.weights * V;/' "$B/exercises/03-softmax/softmax.cpp"
+grep -q '2 \* result.weights' "$B/exercises/03-softmax/softmax.cpp" || { echo "cannot inject the wrong value"; exit 1; }
+inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' 'throw 42;'
+inject "$B/exercises/05-causal-mask/mask.cpp" 'std::vector<Mask> padding_masks(' 'std::exit(0);'
+inject "$B/exercises/02-scaling/scaling.cpp" 'Matrix scaled_scores(' 'retrun Q;'
+
+# ---- check, timed
+start=$(date +%s)
+rc=0
+"$B/book" check --timeout 2 >"$WORK/out" 2>&1 || rc=$?
+elapsed=$(( $(date +%s) - start ))
+cat "$WORK/out"
+echo "(check took $elapsed s, exit status $rc)"
+[ "$rc" -eq 1 ] || fail "exit status $rc, expected 1 (some tests fail)"
+
+# The table is complete: one line per chapter of the book's list.
+while read -r c; do
+  grep -qE "^  $c " "$WORK/out" || fail "the table has no line for $c"
+done < <(sed -n 's/^\([0-9][0-9]-[a-z0-9-]*\)[[:space:]]*$/\1/p' "$ROOT/chapters/chapters.txt")
+
+# Chapter 2 does not compile, and says where.
+grep -A1 -E '^  02-scaling +✗  does not compile' "$WORK/out" |
+  grep -qE 'exercises/02-scaling/scaling\.cpp:[0-9]+:[0-9]+: error: .*retrun' ||
+  fail "chapter 2's line must say 'does not compile' and show the compiler's error with file:line"
+
+# Counts, from the suites themselves.
+names() { { "$B/build/tests/test_$1_exercises" --list-test-names-only "$2" || true; } | grep -v '^$' || true; }
+count() { names "$1" "$2" | grep -c . || true; }
+total3=$(count 03 ''); hang3=$(count 03 '[row_entropy]')
+crash3=$(( $(count 03 '[focus]') + $(count 03 '[softmax_backward]') ))
+wrong3=$(count 03 '[attention]')
+pass3=$(( total3 - hang3 - crash3 - wrong3 ))
+expect "03-softmax           …  in progress   $pass3/$total3 tests, $wrong3 failed, $crash3 crashed, $hang3 timed out" "chapter 3's counts"
+total5=$(count 05 ''); crash5=$(( $(count 05 '[mask_and]') + $(count 05 '[padding_masks]') ))
+expect "05-causal-mask       …  in progress   $((total5 - crash5))/$total5 tests, $crash5 crashed" "chapter 5's counts"
+
+# Every crashed or hung test case is named, with what happened.
+named() {  # chapter number, tag, what the next line must say
+  local name
+  while read -r name; do
+    grep -A1 -F "✗ $name" "$WORK/out" | tail -n1 | grep -qF "$3" ||
+      fail "test case '$name' must be named and followed by '$3'"
+  done < <(names "$1" "$2")
+}
+named 03 '[row_entropy]' 'timed out after 2 s'
+named 03 '[focus]' 'crashed: segmentation fault'
+named 03 '[softmax_backward]' 'crashed: abort'
+named 05 '[mask_and]' 'crashed: uncaught exception of type int'
+named 05 '[padding_masks]' 'crashed: exited early'
+# Functions under test are named too.
+expect "in row_entropy" "the hung function"
+expect "in focus" "the crashed function"
+
+# A wrong value says what was expected and what came out.
+"$B/book" check 3 --timeout 2 >"$WORK/out3" 2>&1 || true
+"$B/build/tests/test_03_exercises" "[attention]" >"$WORK/attention" 2>&1 || true
+SA_CHECK_REPORT="$WORK/report" "$B/build/tests/test_03_exercises" "[attention]" >/dev/null 2>&1 || true
+grep -E '^fail' "$WORK/report" | grep -qiE 'expected' ||
+  fail "a wrong attention output must be reported with what was expected: $(grep -E '^fail' "$WORK/report" | head -n1)"
+grep -qE '^  03-softmax ' "$WORK/out3" && ! grep -qE '^  0[1245679]-' "$WORK/out3" ||
+  fail "./book check 3 must show chapter 3 only"
+
+# Bad usage: exit 2 with one line.
+rc=0; "$B/book" check --bogus >"$WORK/bad" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/bad")" -eq 1 ] || fail "./book check --bogus: exit $rc, $(cat "$WORK/bad")"
+
+# --watch: runs, re-runs after a change under exercises/, stops cleanly on Ctrl-C.
+# (job control on: a background job of a script ignores SIGINT otherwise;
+# with it the watcher has its own process group, as at a terminal)
+set -m
+"$B/book" check 5 --timeout 2 --watch >"$WORK/watch" 2>&1 &
+watcher=$!
+set +m
+for _ in $(seq 120); do [ "$(grep -c 'Watching exercises/' "$WORK/watch")" -ge 1 ] && break; sleep 0.5; done
+sed -i '/throw 42;/d' "$B/exercises/05-causal-mask/mask.cpp"
+for _ in $(seq 120); do [ "$(grep -c 'Watching exercises/' "$WORK/watch")" -ge 2 ] && break; sleep 0.5; done
+kill -INT -- "-$watcher" 2>/dev/null || true
+rc=0; wait "$watcher" || rc=$?
+[ "$(grep -c 'Watching exercises/' "$WORK/watch")" -ge 2 ] || fail "--watch did not re-run after a change: $(cat "$WORK/watch")"
+grep -qF "$((total5 - $(count 05 '[padding_masks]')))/$total5 tests" "$WORK/watch" ||
+  fail "--watch's second run must count the fixed mask_and as passing"
+grep -qF 'stopped watching' "$WORK/watch" && [ "$rc" -eq 0 ] || fail "--watch must stop cleanly on Ctrl-C (exit $rc)"
+
+[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "the exercise loop survived every injected mistake"
