@@ -20,7 +20,11 @@ Matrix embed(const Matrix& table, const std::vector<int64_t>& ids);
 // The sinusoidal positional encoding of "Attention Is All You Need":
 //   PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
 //   PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
-// (seq_len, d_model); an odd d_model ends with a sine column.
+// (seq_len, d_model); an odd d_model ends with a sine column. seq_len < 0 or
+// d_model < 1 is refused with std::invalid_argument.
+// Precision: float or double arithmetic both pass. The tests allow 2e-5 per
+// entry: a float32 angle pos / 10000^(2i/d_model) of up to 50 rad carries
+// about 4e-6 of rounding, and a wrong formula is off by order 1.
 Matrix positional_encoding(int64_t seq_len, int64_t d_model);
 
 // X W + b for a token-per-row X: (seq_len, d_in) -> (seq_len, d_out).

@@ -23,6 +23,7 @@ Matrix softmax_rows(const Matrix& scores);
 // P = softmax(X) and the gradient dP of a loss with respect to P, returns
 //   dX = P ∘ (dP − rowsum(P ∘ dP))
 // row by row, i.e. dPᵀ·J with J = diag(p) − p pᵀ, without building J.
+// P and dP of different shapes are refused with std::invalid_argument.
 Matrix softmax_backward(const Matrix& P, const Matrix& dP);
 
 struct Attention {
@@ -32,6 +33,8 @@ struct Attention {
 
 // Scaled dot-product attention: weights = softmax(Q Kᵀ / sqrt(d_k)),
 // output = weights · V. Q (seq_q, d_k), K (seq_k, d_k), V (seq_k, d_v).
+// K and V with different numbers of rows are refused with
+// std::invalid_argument (as scaled_scores refuses Q and K of different d_k).
 Attention attention(const Matrix& Q, const Matrix& K, const Matrix& V);
 
 // H = −Σ_j α_j log α_j of every row, in nats, with 0·log 0 = 0 (a uniform
@@ -39,7 +42,8 @@ Attention attention(const Matrix& Q, const Matrix& K, const Matrix& V);
 std::vector<double> row_entropy(const Matrix& weights);
 
 // Mean over rows of the largest weight in the row (1/n for uniform rows, 1
-// for one-hot rows).
+// for one-hot rows). Weights with no rows or no columns are refused with
+// std::invalid_argument: there is nothing to average.
 double focus(const Matrix& weights);
 
 }  // namespace sa

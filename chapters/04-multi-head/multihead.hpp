@@ -42,6 +42,10 @@ struct MultiHead {
 // heads combined, then W_o. X_q and X_kv are the same matrix for
 // self-attention; for cross-attention they hold batch sequences of
 // different lengths. `head` defaults to chapter 3's attention().
+// Refused with std::invalid_argument: batch or n_heads < 1, d_model not
+// divisible by n_heads, X_q or X_kv whose rows do not split into `batch`
+// sequences, and a `head` that returns weights other than (seq_q, seq_k) or
+// an output other than (seq_q, d_k).
 MultiHead multi_head_attention(const Matrix& X_q, const Matrix& X_kv, int64_t batch, const AttentionParams& params,
                                int64_t n_heads, const HeadAttention& head = nullptr);
 

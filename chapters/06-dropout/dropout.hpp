@@ -22,7 +22,9 @@ struct DropoutResult {
 DropoutResult dropout(const Matrix& x, double p, Generator& gen);
 
 // Backward: the gradient flows only through the kept entries, with the same
-// 1/(1-p) scale: d_x = d_out ∘ keep / (1-p) (zeros when p = 1).
+// 1/(1-p) scale: d_x = d_out ∘ keep / (1-p) (zeros when p = 1). p outside
+// [0, 1], or a mask of another shape than d_out, is refused with
+// std::invalid_argument.
 Matrix dropout_backward(const Matrix& d_out, const Mask& keep, double p);
 
 }  // namespace sa

@@ -166,7 +166,9 @@ inline void layernorm_forward(const Matrix& X, const LayerNorm& ln, Matrix& Y, L
 // EXERCISE. Backward of layernorm_forward, from its cache: writes dX (rows, d)
 // and grad.gamma, grad.beta (d). Every x_j of a row moves that row's mean and
 // variance, so dX is not just dY ∘ gamma · rstd; see the solution's comments
-// or the chapter README for the three-term formula.
+// or the chapter README for the three-term formula. dY and dX must be
+// (rows of the cache, d) and grad's gamma and beta of length d; anything
+// else is refused with std::invalid_argument.
 void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const LayerNorm& ln, Matrix& dX,
                         LayerNorm& grad);
 
@@ -278,6 +280,10 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
 //   dQ = dS K / √d_k      dK = dSᵀ Q / √d_k
 // The mask needs no backward of its own: a masked weight is exactly 0, and
 // softmax_backward multiplies by P, so its dS is 0 too.
+// Refused with std::invalid_argument: QKV whose rows do not split into
+// `batch` sequences or whose d_model does not split into n_heads; P or dP
+// not (batch * n_heads * seq, seq); dO not (batch * seq, d_model); dQKV not
+// QKV's shape.
 void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
                         Matrix& dP, Matrix& dQKV);
 
@@ -332,7 +338,10 @@ inline float cross_entropy_forward(const Matrix& logits, const std::vector<int64
 
 // EXERCISE. Backward of cross_entropy_forward (with respect to the logits,
 // for the mean loss): writes dlogits (rows, vocab). A counted row gets
-// (probs_i − onehot(t_i)) / n_counted; an ignored row gets 0.
+// (probs_i − onehot(t_i)) / n_counted; an ignored row gets 0. Refused: a
+// number of targets other than probs' rows, dlogits not probs' shape, or
+// every target kIgnore (std::invalid_argument); a target outside
+// [0, vocab) (std::out_of_range).
 void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits);
 
 // ===========================================================================
@@ -354,6 +363,7 @@ struct AdamConfig {
 // EXERCISE. One Adam step for one parameter tensor, element by element: the
 // four spans have the same length; m and v are this tensor's moment buffers
 // (zeros before the first step); t is this step's number, 1 for the first.
+// Spans of different lengths, or t < 1, are refused with std::invalid_argument.
 void adam_step(std::span<float> param, std::span<const float> grad, std::span<float> m, std::span<float> v, int64_t t,
                const AdamConfig& cfg);
 

@@ -39,13 +39,26 @@ TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
   require_shape("embed(table, {})", embed(table, {}), 0, 3);
 }
 
+// The header's precision contract: float or double arithmetic. The fixture is
+// computed in float64 and rounded once; an angle pos / 10000^(2i/d_model)
+// computed in float32 is off by up to 50 * 2^-24 * a few = about 4e-6 at
+// position 49, and sin/cos pass that on. 2e-5 leaves a margin of 5 and is
+// still 4 orders of magnitude below what a wrong formula moves.
+constexpr Tolerance kPositional{2e-5, 0.0};
+
 TEST_CASE("positional_encoding: matches the sinusoid formula", "[ch01][positional_encoding]") {
-  // The fixture is computed in float64 and rounded once; float32 sin/cos of
-  // angles up to 50 rad may differ in the last bits, hence elementwise.
-  require_close("positional_encoding(50, 64)", positional_encoding(50, 64), fx().matrix("pe.50x64"), kElementwise);
+  require_close("positional_encoding(50, 64)", positional_encoding(50, 64), fx().matrix("pe.50x64"), kPositional);
   require_close("positional_encoding(7, 7) (odd d_model)", positional_encoding(7, 7), fx().matrix("pe.7x7"),
-                kElementwise);
-  require_close("positional_encoding(1, 1)", positional_encoding(1, 1), fx().matrix("pe.1x1"), kElementwise);
+                kPositional);
+  require_close("positional_encoding(1, 1)", positional_encoding(1, 1), fx().matrix("pe.1x1"), kPositional);
+}
+
+TEST_CASE("positional_encoding: seq_len 0 is empty, a negative seq_len or d_model < 1 is refused",
+          "[ch01][positional_encoding]") {
+  require_shape("positional_encoding(0, 8)", positional_encoding(0, 8), 0, 8);
+  CHECK_THROWS_AS(positional_encoding(-1, 8), std::invalid_argument);
+  CHECK_THROWS_AS(positional_encoding(4, 0), std::invalid_argument);
+  CHECK_THROWS_AS(positional_encoding(4, -2), std::invalid_argument);
 }
 
 TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encoding]") {
@@ -56,11 +69,11 @@ TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encodin
   CHECK(PE(0, 1) == 1.0f);
   CHECK(PE(0, 3) == 1.0f);
   // Columns 0 and 1 have frequency 1: PE[2, 0] = sin 2, PE[2, 1] = cos 2.
-  CHECK(PE(2, 0) == Approx(std::sin(2.0)).margin(1e-6));
-  CHECK(PE(2, 1) == Approx(std::cos(2.0)).margin(1e-6));
+  CHECK(PE(2, 0) == Approx(std::sin(2.0)).margin(kPositional.atol));
+  CHECK(PE(2, 1) == Approx(std::cos(2.0)).margin(kPositional.atol));
   // Columns 2 and 3 have frequency 1/10000^(2/4) = 1/100.
-  CHECK(PE(3, 2) == Approx(std::sin(0.03)).margin(1e-6));
-  CHECK(PE(3, 3) == Approx(std::cos(0.03)).margin(1e-6));
+  CHECK(PE(3, 2) == Approx(std::sin(0.03)).margin(kPositional.atol));
+  CHECK(PE(3, 3) == Approx(std::cos(0.03)).margin(kPositional.atol));
 }
 
 TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {

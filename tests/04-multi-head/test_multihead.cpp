@@ -297,3 +297,23 @@ TEST_CASE("multi_head_attention: refuses sizes that do not divide", "[ch04][mult
   CHECK_THROWS_AS(multi_head_attention(X, gen.randn(7, 12), 2, params, 3), std::invalid_argument);  // 7 keys
   CHECK_THROWS_AS(multi_head_attention(X, X, 0, params, 3), std::invalid_argument);
 }
+
+TEST_CASE("multi_head_attention: a head attention that returns the wrong shapes is refused",
+          "[ch04][multi_head_attention]") {
+  Generator gen(6);
+  const AttentionParams params = make_attention_params(gen, 8);
+  const Matrix X = gen.randn(6, 8);  // 2 sequences of 3 tokens, d_model 8
+  // One head drops a query row, another returns an output one column too wide.
+  auto short_weights = [](const Matrix& q, const Matrix& k, const Matrix& v, int64_t) {
+    Attention a = attention(q, k, v);
+    a.weights = Matrix(a.weights.topRows(a.weights.rows() - 1));
+    return a;
+  };
+  auto wide_output = [](const Matrix& q, const Matrix& k, const Matrix& v, int64_t) {
+    Attention a = attention(q, k, v);
+    a.output = Matrix::Zero(a.output.rows(), a.output.cols() + 1);
+    return a;
+  };
+  CHECK_THROWS_AS(multi_head_attention(X, X, 2, params, 2, short_weights), std::invalid_argument);
+  CHECK_THROWS_AS(multi_head_attention(X, X, 2, params, 2, wide_output), std::invalid_argument);
+}

@@ -362,3 +362,21 @@ TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads",
   }
   require_close("multi-head output", mh.output, fx().matrix("run.mh.output"), kFloat32);
 }
+
+TEST_CASE("causal_mask: a negative seq_len is refused", "[ch05][causal_mask]") {
+  CHECK_THROWS_AS(causal_mask(-1), std::invalid_argument);
+}
+
+TEST_CASE("mask_and: masks of different shapes are refused", "[ch05][mask_and]") {
+  CHECK_THROWS_AS(mask_and(causal_mask(4), causal_mask(5)), std::invalid_argument);
+  CHECK_THROWS_AS(mask_and(Mask::Constant(4, 6, true), Mask::Constant(6, 4, true)), std::invalid_argument);
+}
+
+TEST_CASE("masked_attention: K and V of different lengths, or Q and K of different d_k, are refused",
+          "[ch05][masked_attention]") {
+  const Mask all = Mask::Constant(2, 5, true);
+  CHECK_THROWS_AS(masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 4), Matrix::Ones(6, 3), all),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 3), Matrix::Ones(5, 3), all),
+                  std::invalid_argument);
+}

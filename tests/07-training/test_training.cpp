@@ -190,9 +190,50 @@ TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][
   require_gradient("layernorm d_beta", grad.beta.data(), numeric_gradient(ln.beta.data(), d, loss));
 }
 
+TEST_CASE("layernorm_backward: dY, dX or grad of the wrong shape are refused", "[ch07][layernorm_backward]") {
+  const int64_t rows = 3, d = 4;
+  Generator gen(707);
+  const Matrix X = gen.randn(rows, d);
+  const LayerNorm ln = make_layernorm(d);
+  Matrix Y(rows, d);
+  LayerNormCache cache(rows, d);
+  layernorm_forward(X, ln, Y, cache);
+  Matrix dX(rows, d);
+  LayerNorm grad = make_layernorm(d);
+  const Matrix dY = Matrix::Ones(rows, d);
+  CHECK_THROWS_AS(layernorm_backward(Matrix::Ones(rows, d + 1), cache, ln, dX, grad), std::invalid_argument);
+  CHECK_THROWS_AS(layernorm_backward(Matrix::Ones(rows + 1, d), cache, ln, dX, grad), std::invalid_argument);
+  Matrix wrong_dX(rows, d - 1);
+  CHECK_THROWS_AS(layernorm_backward(dY, cache, ln, wrong_dX, grad), std::invalid_argument);
+  LayerNorm wrong_grad = make_layernorm(d + 2);
+  CHECK_THROWS_AS(layernorm_backward(dY, cache, ln, dX, wrong_grad), std::invalid_argument);
+  // And the right shapes go through.
+  CHECK_NOTHROW(layernorm_backward(dY, cache, ln, dX, grad));
+}
+
 // ===========================================================================
 // attention_backward
 // ===========================================================================
+TEST_CASE("attention_backward: QKV, P, dO, dP or dQKV of the wrong shape are refused", "[ch07][attention_backward]") {
+  // 2 sequences of 3 tokens, 2 heads of d_k 2 (d_model 4).
+  const int64_t batch = 2, heads = 2, seq = 3, d = 4;
+  Generator gen(708);
+  const Matrix QKV = gen.randn(batch * seq, 3 * d);
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O);
+  const Matrix dO = Matrix::Ones(batch * seq, d);
+  Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols());
+  Matrix bad_dP(P.rows(), P.cols() + 1), bad_dQKV(QKV.rows(), QKV.cols() - 3);
+  CHECK_THROWS_AS(attention_backward(QKV, P, dO, 4, heads, dP, dQKV), std::invalid_argument);  // 6 rows, 4 sequences
+  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, 3, dP, dQKV), std::invalid_argument);  // d_model 4, 3 heads
+  CHECK_THROWS_AS(attention_backward(QKV, P.topRows(P.rows() - 1), dO, batch, heads, dP, dQKV), std::invalid_argument);
+  CHECK_THROWS_AS(attention_backward(QKV, P, Matrix::Ones(batch * seq, d + 1), batch, heads, dP, dQKV),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, bad_dP, dQKV), std::invalid_argument);
+  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, dP, bad_dQKV), std::invalid_argument);
+  CHECK_NOTHROW(attention_backward(QKV, P, dO, batch, heads, dP, dQKV));
+}
+
 TEST_CASE("attention_backward: matches PyTorch autograd (causal, 2 heads, batch 2)", "[ch07][attention_backward]") {
   const Matrix QKV = fx().matrix("att.QKV");
   const int64_t batch = 2, heads = 2, seq = QKV.rows() / batch, d = QKV.cols() / 3;
@@ -298,6 +339,17 @@ TEST_CASE("cross_entropy_backward: agrees with central finite differences", "[ch
   for (int64_t i = 0; i < 7; ++i) CHECK(std::abs(dlogits.row(i).sum()) < 1e-6f);
 }
 
+TEST_CASE("cross_entropy_backward: wrong sizes, no counted row and targets outside the vocabulary are refused",
+          "[ch07][cross_entropy_backward]") {
+  const Matrix probs = Matrix::Constant(3, 4, 0.25f);
+  Matrix dlogits(3, 4), wrong(3, 5);
+  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 1}, dlogits), std::invalid_argument);
+  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 1, 2}, wrong), std::invalid_argument);
+  CHECK_THROWS_AS(cross_entropy_backward(probs, {kIgnore, kIgnore, kIgnore}, dlogits), std::invalid_argument);
+  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 4, 1}, dlogits), std::out_of_range);
+  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, -7, 1}, dlogits), std::out_of_range);
+}
+
 // ===========================================================================
 // adam_step
 // ===========================================================================
@@ -325,13 +377,18 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
   std::vector<float> m(4, 0.0f), v(4, 0.0f);
   AdamConfig cfg;  // lr 3e-4
   adam_step(p, g, m, v, 1, cfg);
-  CHECK(p[0] == Approx(1.0 - 3e-4).epsilon(1e-6));
-  CHECK(p[1] == Approx(-2.0 + 3e-4).epsilon(1e-6));
-  CHECK(p[2] == 0.5f);
-  CHECK(p[3] == Approx(3.0 - 3e-4).epsilon(1e-6));
-  CHECK(m[1] == Approx(-4.0));   // (1 − 0.9) · g
-  CHECK(v[1] == Approx(1.6));    // (1 − 0.999) · g²
+  // The moves are 3e-4 on values of order 1: print 9 digits, or a wrong
+  // move would read as two equal numbers. Relative 1e-6 is float32's
+  // resolution at these values (about 6e-8) with room to spare, and 300
+  // times smaller than the move itself.
+  check_close("p[0] after one step with g = 1e-3", p[0], 1.0 - 3e-4, {0.0, 1e-6});
+  check_close("p[1] after one step with g = -40", p[1], -2.0 + 3e-4, {0.0, 1e-6});
+  check_close("p[2] after one step with g = 0 (no move)", p[2], 0.5, kBitExact);
+  check_close("p[3] after one step with g = 2.5", p[3], 3.0 - 3e-4, {0.0, 1e-6});
+  check_close("m[1] = (1 - 0.9) * g for g = -40", m[1], -4.0, {0.0, 1e-6});
+  check_close("v[1] = (1 - 0.999) * g^2 for g = -40", v[1], 1.6, {0.0, 1e-5});
   CHECK_THROWS_AS(adam_step(p, std::vector<float>{1.0f}, m, v, 2, cfg), std::invalid_argument);
+  CHECK_THROWS_AS(adam_step(p, g, m, v, 0, cfg), std::invalid_argument);  // steps count from 1
 }
 
 // ===========================================================================

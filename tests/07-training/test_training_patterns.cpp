@@ -8,6 +8,7 @@
 // window off by one moves local focus by at least 1/n of a row's weight, a
 // missed row by 1/rows).
 #include "07-training/patterns.hpp"
+#include "support/compare.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 using namespace sa;
+using namespace sa::test;
 
 namespace {
 
@@ -39,10 +41,10 @@ Matrix two_ends(int64_t n) {
 }
 
 void check_stats(const PatternStats& s, double entropy, double focus, double diagonal, double local) {
-  CHECK(s.entropy == Approx(entropy).margin(kMargin));
-  CHECK(s.focus == Approx(focus).margin(kMargin));
-  CHECK(s.diagonal == Approx(diagonal).margin(kMargin));
-  CHECK(s.local == Approx(local).margin(kMargin));
+  check_close("entropy", s.entropy, entropy, {kMargin, 0.0});
+  check_close("focus", s.focus, focus, {kMargin, 0.0});
+  check_close("diagonal", s.diagonal, diagonal, {kMargin, 0.0});
+  check_close("local", s.local, local, {kMargin, 0.0});
 }
 
 }  // namespace
@@ -81,6 +83,17 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
     const double h1 = -(2 * double(0.2f) * std::log(double(0.2f)) + double(0.6f) * std::log(double(0.6f)));
     // window 1: row 0 keeps keys 0..1 (0.75), row 1 keys 0..2 (1.0).
     check_stats(attention_pattern(P, 1), (h0 + h1) / 2, (0.5 + double(0.6f)) / 2, (0.5 + double(0.6f)) / 2, 0.875);
+  }
+  SECTION("tall, 3 queries over 2 keys: the diagonal averages over its 2 entries, not the 3 rows") {
+    Matrix P(3, 2);
+    P << 0.8f, 0.2f,  //
+        0.3f, 0.7f,   //
+        0.5f, 0.5f;
+    auto h = [](double a, double b) { return -(a * std::log(a) + b * std::log(b)); };
+    const double a = 0.8f, b = 0.2f, c = 0.3f, d = 0.7f;
+    // window 0: rows 0 and 1 keep their diagonal entry, row 2 has no key 2.
+    check_stats(attention_pattern(P, 0), (h(a, b) + h(c, d) + std::log(2.0)) / 3, (a + d + 0.5) / 3, (a + d) / 2,
+                (a + d) / 3);
   }
   SECTION("refuses an empty matrix and a negative window") {
     CHECK_THROWS_AS(attention_pattern(Matrix(0, 0)), std::invalid_argument);

@@ -53,6 +53,15 @@ void require_shape(std::string_view what, const Shape& actual, const Shape& expe
   SUCCEED();
 }
 
+void check_close(std::string_view what, double actual, double expected, Tolerance tol) {
+  if (excess(actual, expected, tol) <= 0.0) {
+    SUCCEED();
+    return;
+  }
+  FAIL_CHECK(fmt::format("{}: got {:.9g}, expected {:.9g} (error {:.3g}); {}", what, actual, expected,
+                         std::abs(actual - expected), tolerance_str(tol)));
+}
+
 void require_shape(std::string_view what, const Matrix& actual, int64_t rows, int64_t cols) {
   require_shape(what, Shape{actual.rows(), actual.cols()}, Shape{rows, cols});
 }

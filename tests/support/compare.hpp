@@ -35,6 +35,11 @@ void require_close(std::string_view what, const Matrix& actual, const Matrix& ex
 void require_close(std::string_view what, const std::vector<float>& actual, const std::vector<float>& expected,
                    Tolerance tol);
 void require_shape(std::string_view what, const Matrix& actual, int64_t rows, int64_t cols);
+// One number, printed with 9 significant digits so that a float32 value that
+// differs in its last digits does not read as equal to what was expected:
+//   p[0]: got 0.999800026, expected 0.9997; tolerance 0 + 1e-06 * |expected|
+// A CHECK: the test case goes on.
+void check_close(std::string_view what, double actual, double expected, Tolerance tol);
 void require_shape(std::string_view what, const Shape& actual, const Shape& expected);
 
 }  // namespace sa::test

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <typeinfo>
+#include <vector>
 
 namespace {
 
@@ -144,8 +145,19 @@ class CheckReport : public Catch::TestEventListenerBase {
  public:
   using TestEventListenerBase::TestEventListenerBase;
 
+  // SECTIONs name the input a failure is about: keep the open ones.
+  void sectionStarting(const Catch::SectionInfo& info) override {
+    TestEventListenerBase::sectionStarting(info);
+    sections_.push_back(info.name);
+  }
+  void sectionEnded(const Catch::SectionStats& stats) override {
+    TestEventListenerBase::sectionEnded(stats);
+    if (!sections_.empty()) sections_.pop_back();
+  }
+
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     TestEventListenerBase::testCaseStarting(info);
+    sections_.clear();
     first_failure_.clear();
     hint_.clear();
     if (const char* path = report_path()) {
@@ -162,6 +174,9 @@ class CheckReport : public Catch::TestEventListenerBase {
         hint_ = message.substr(at + hint_marker.size());
         message.resize(at);
       }
+      // The outermost section is the test case itself; inner ones say which case.
+      if (sections_.size() > 1 && !starts_with(message, "not implemented yet:") && !starts_with(message, "crashed:"))
+        message += " (section: " + sections_.back() + ")";
       first_failure_ = message;
     }
     return TestEventListenerBase::assertionEnded(stats);
@@ -187,6 +202,7 @@ class CheckReport : public Catch::TestEventListenerBase {
     return path && *path ? path : nullptr;
   }
   std::string first_failure_, hint_;
+  std::vector<std::string> sections_;
 };
 
 }  // namespace
