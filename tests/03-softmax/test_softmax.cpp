@@ -368,19 +368,21 @@ TEST_CASE("row_entropy: matches PyTorch (torch.special.entr summed)", "[ch03][ro
 // ===========================================================================
 
 TEST_CASE("focus: hand-derived values", "[ch03][focus]") {
+  // float32 weights such as 0.7f are 0.7 within 3e-8: 1e-7 is their rounding.
   for (int64_t n : {1, 3, 6, 50})
-    CHECK(focus(Matrix::Constant(4, n, 1.0f / float(n))) == Approx(1.0 / double(n)).margin(1e-7));
+    check_close(fmt::format("focus of 4 rows uniform over {} keys", n), focus(Matrix::Constant(4, n, 1.0f / float(n))),
+                1.0 / double(n), {1e-7, 0.0});
   Matrix one_hot = Matrix::Zero(3, 5);
   one_hot(0, 4) = one_hot(1, 0) = one_hot(2, 2) = 1.0f;
-  CHECK(focus(one_hot) == 1.0);
+  check_close("focus of 3 one-hot rows", focus(one_hot), 1.0, kBitExact);
   Matrix W(2, 3);
   W << 0.7f, 0.2f, 0.1f,  //
       0.25f, 0.25f, 0.5f;
-  CHECK(focus(W) == Approx(0.6).margin(1e-7));  // (0.7 + 0.5) / 2
+  check_close("focus of rows (0.7, 0.2, 0.1) and (0.25, 0.25, 0.5)", focus(W), 0.6, {1e-7, 0.0});  // (0.7 + 0.5) / 2
   Matrix masked(2, 3);
   masked << 1, 0, 0,  //
       0, 0, 0;        // an all-masked row counts with its largest weight, 0
-  CHECK(focus(masked) == Approx(0.5).margin(1e-7));
+  check_close("focus of rows (1, 0, 0) and (0, 0, 0) (fully masked)", focus(masked), 0.5, {1e-7, 0.0});
 }
 
 TEST_CASE("focus: matches PyTorch (max over keys, mean over queries)", "[ch03][focus]") {
@@ -390,6 +392,7 @@ TEST_CASE("focus: matches PyTorch (max over keys, mean over queries)", "[ch03][f
   const double metrics = focus(fx().matrix("metrics.W"));
   CHECK(metrics == Approx(fx().scalar("metrics.focus")).epsilon(1e-4).margin(1e-5));
   // Between 1/n (uniform) and 1 (one-hot).
+  INFO("focus of the running example's weights (6 keys): " << run);
   CHECK((run >= 1.0 / 6.0 && run <= 1.0));
 }
 

@@ -114,7 +114,10 @@ void require_no_nan(const std::string& what, const Matrix& m) {
 TEST_CASE("causal_mask: true on and below the diagonal", "[ch05][causal_mask]") {
   require_mask("causal_mask(6)", causal_mask(6), mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i; }));
   // n(n+1)/2 allowed pairs: query i sees i+1 keys.
-  CHECK(causal_mask(6).count() == 21);
+  {
+    INFO("allowed pairs in causal_mask(6): 1 + 2 + ... + 6 = 21");
+    CHECK(causal_mask(6).count() == 21);
+  }
   require_mask("causal_mask(1)", causal_mask(1), mask_where(1, 1, [](int64_t, int64_t) { return true; }));
   require_mask("causal_mask(0)", causal_mask(0), Mask(0, 0));
 }
@@ -145,10 +148,14 @@ TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refuse
 TEST_CASE("padding_masks: key j is allowed iff j < length, for every query", "[ch05][padding_masks]") {
   const std::vector<int64_t> lengths{6, 4, 2, 0};
   const auto masks = padding_masks(lengths, 6);
-  REQUIRE(masks.size() == lengths.size());
+  {
+    INFO("padding_masks returns one mask per length");
+    REQUIRE(masks.size() == lengths.size());
+  }
   for (size_t b = 0; b < lengths.size(); ++b)
     require_mask(fmt::format("padding_masks(...)[{}] (length {})", b, lengths[b]), masks[b],
                  mask_where(6, 6, [&](int64_t, int64_t j) { return j < lengths[b]; }));
+  INFO("padding_masks of no lengths is no masks");
   CHECK(padding_masks({}, 6).empty());
 }
 

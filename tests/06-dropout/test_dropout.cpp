@@ -132,7 +132,10 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
   const Matrix drawn = gen.rand(4, 4);  // as in the script: x3 = torch.rand(4, 4) + 0.5
   const DropoutResult r = dropout(x, 0.0, gen);
   require_close("dropout(x, 0).output", r.output, x, kBitExact);
-  CHECK(r.keep.all());
+  {
+    INFO("dropout(x, p = 0) keeps every element: " << count_kept(r.keep) << " of " << r.keep.size() << " kept");
+    CHECK(r.keep.all());
+  }
   // PyTorch returns its input without touching the generator: the next
   // numbers are the ones that follow torch.rand(4, 4).
   (void)dropout(drawn, 1.0, gen);
@@ -147,8 +150,12 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
   Generator gen(1);
   const DropoutResult r = dropout(x, 1.0, gen);
   require_shape("dropout(x, 1).output", r.output, x.rows(), x.cols());
-  CHECK(all_finite(r.output));
+  {
+    INFO("dropout(x, p = 1) with x[0, 0] = 1e30 must give zeros, not inf or NaN");
+    CHECK(all_finite(r.output));
+  }
   require_close("dropout(x, 1).output", r.output, Matrix::Zero(x.rows(), x.cols()), kBitExact);
+  INFO("dropout(x, p = 1) keeps nothing: count_kept(keep) should be 0");
   CHECK(count_kept(r.keep) == 0);
 }
 
@@ -279,11 +286,17 @@ TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backw
   const Mask all = Mask::Constant(4, 7, true);
   require_close("dropout_backward(g, all kept, 0)", dropout_backward(g, all, 0.0), g, kBitExact);
   const Matrix d_x = dropout_backward(g, Mask::Constant(4, 7, false), 1.0);
-  CHECK(all_finite(d_x));
+  {
+    INFO("dropout_backward(g, none kept, p = 1) must be zeros, not inf or NaN");
+    CHECK(all_finite(d_x));
+  }
   require_close("dropout_backward(g, none kept, 1)", d_x, Matrix::Zero(4, 7), kBitExact);
   // p = 1 gives zeros even for a mask that claims survivors: no 1 / 0.
   const Matrix d_none = dropout_backward(g, all, 1.0);
-  CHECK(all_finite(d_none));
+  {
+    INFO("dropout_backward(g, all kept, p = 1) must be zeros, not inf or NaN (no 1 / 0)");
+    CHECK(all_finite(d_none));
+  }
   require_close("dropout_backward(g, all kept, 1)", d_none, Matrix::Zero(4, 7), kBitExact);
   CHECK_THROWS_AS(dropout_backward(g, all, 1.5), std::invalid_argument);
   CHECK_THROWS_AS(dropout_backward(g, all, -0.5), std::invalid_argument);
