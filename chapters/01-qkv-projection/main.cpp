@@ -29,6 +29,69 @@ struct Options {
   int64_t d_k = 64;
 };
 
+// What step 1 can say about this text's repeated words: computed from the
+// input, since the default sentence's two "the"s are not every sentence's.
+void say_about_repeats(const Vocabulary& vocab, const std::vector<std::string>& tokens,
+                       const std::vector<int64_t>& ids) {
+  std::vector<int64_t> count(size_t(vocab.size()), 0);
+  for (int64_t id : ids) ++count[size_t(id)];
+  std::string repeated;
+  int64_t kinds = 0;
+  for (int64_t id = 0; id < vocab.size(); ++id)
+    if (count[size_t(id)] > 1) {
+      repeated += fmt::format("{}'{}' ({} times)", kinds++ ? ", " : "", vocab.word(id), count[size_t(id)]);
+    }
+  if (tokens.size() == 1) {
+    say("One word, one id. A repeated word would get the same id each time, and nothing so far could tell its "
+        "occurrences apart.");
+  } else if (kinds == 0) {
+    say(fmt::format("Every word of this text appears once, so the {} ids all differ. A repeated word would get "
+                    "the same id each time, and nothing so far could tell its occurrences apart.",
+                    tokens.size()));
+  } else {
+    say(fmt::format("Repeated: {}. A repeated word gets the same id every time, so nothing so far tells its "
+                    "occurrences apart.",
+                    repeated));
+  }
+}
+
+// Step 4's coda: a projection works row by row, so reordering the tokens
+// only reorders the rows of Q, unless the positional encoding (added by
+// position, not by token) is part of X. Attention compares rows with rows,
+// so without it the order of the words would be invisible.
+void show_order_blindness(const std::vector<std::string>& tokens, const Matrix& E, const Matrix& PE,
+                          const Linear& W_q) {
+  const int64_t n = E.rows();
+  // The new order: the first token moved to the end.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[size_t(i)] = (i + 1) % n;
+  Matrix E_moved(n, E.cols());
+  std::vector<std::string> moved_tokens;
+  for (int64_t i = 0; i < n; ++i) {
+    E_moved.row(i) = E.row(order[size_t(i)]);
+    moved_tokens.push_back(tokens[size_t(order[size_t(i)])]);
+  }
+  if (moved_tokens == tokens) {
+    say("Moving the first token to the end gives this same text again, so there is no other order to compare "
+        "with here (try a text with two different words).");
+    return;
+  }
+  auto reorder_rows = [&](const Matrix& M) {
+    Matrix R(M.rows(), M.cols());
+    for (int64_t i = 0; i < n; ++i) R.row(i) = M.row(order[size_t(i)]);
+    return R;
+  };
+  const double without_pe = (linear(E_moved, W_q) - reorder_rows(linear(E, W_q))).cwiseAbs().maxCoeff();
+  const double with_pe = (linear(E_moved + PE, W_q) - reorder_rows(linear(E + PE, W_q))).cwiseAbs().maxCoeff();
+  fmt::print("  Another order, the first token moved to the end: \"{}\"\n", fmt::join(moved_tokens, " "));
+  fmt::print("    without positional encoding: its Q is the old Q with rows reordered "
+             "(up to float rounding: largest difference {:.1e})\n",
+             without_pe);
+  fmt::print("    with positional encoding:    its Q differs from the reordered old Q by up to {:.4f}\n", with_pe);
+  say("Attention only compares rows with rows, so without the positional encoding it could not tell the two "
+      "orders apart: permuting the tokens would just permute its output the same way.");
+}
+
 void draw_figures(Figures& figures, const Options& o, const std::vector<std::string>& tokens, const Matrix& scores) {
   // Six positions make a dull picture of the encoding; 64 show its waves.
   const int64_t positions = 64;
@@ -110,7 +173,7 @@ void run(int argc, char** argv) {
   fmt::print("  vocabulary  {}   ({} words, numbered by first appearance)\n", vocab_line, vocab.size());
   print_shape("token_ids", {1, seq_len}, "(batch, seq_len)");
   fmt::print("    [{}]\n", ids);
-  say("A repeated word gets the same id: the model cannot yet tell the two 'the's apart.");
+  say_about_repeats(vocab, tokens, ids);
 
   // ---------------------------------------------------------------------
   step(2, "Look up an embedding vector for every token");
@@ -160,6 +223,7 @@ void run(int argc, char** argv) {
   print_tensor("V = X W_v + b_v", qkv.V, {1, seq_len, o.d_k}, wide);
   say("Same tokens, three different views: Q is what each token looks for, K what it offers to be "
       "matched on, V what it hands over once chosen.");
+  show_order_blindness(tokens, E, PE, W_q);
 
   // ---------------------------------------------------------------------
   step(5, "Count the parameters");
@@ -175,9 +239,9 @@ void run(int argc, char** argv) {
   step(6, "A first look at the scores Q K^T (chapter 2 scales them)");
   const Matrix scores = qkv.Q * qkv.K.transpose();
   print_labelled("scores = Q K^T", scores, tokens, tokens, {.precision = 2});
-  say(fmt::format("Entry [i, j] is the dot product of query i with key j: a sum of {} products. The "
-                  "largest |score| here is {:.1f}; chapter 2 shows why that grows with d_k and why "
-                  "attention divides by sqrt(d_k) = {:.2f}.",
+  say(fmt::format("Entry [i, j] is the dot product of query i with key j: a sum of {} products, here "
+                  "as large as {:.2f} in absolute value. Chapter 2 measures how the spread of such sums "
+                  "grows with d_k, and why attention divides them by sqrt(d_k) = {:.2f}.",
                   o.d_k, scores.cwiseAbs().maxCoeff(), std::sqrt(double(o.d_k))));
 
   // ---------------------------------------------------------------------

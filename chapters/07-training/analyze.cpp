@@ -1,12 +1,12 @@
 // Chapter 7's analysis command: load a checkpoint the chapter program saved
-// and show the attention of one head on a text of your choice (seed 002's
+// and show the attention of one head on a text of your choice (the source material's
 // `--checkpoint --text --layer --head`):
 //
 //   07-training-analyze --checkpoint build/checkpoints/corpus-causal.ckpt
 //                       --text "the cat sat on the mat" --layer 1 --head 2
 //
 // It prints what the checkpoint holds, the head's weights, the model's next
-// token after every position, seed 003's pattern numbers and class against
+// token after every position, the source material's pattern numbers and class against
 // the uniform baseline, and the strongest links; it draws the head as a
 // heatmap, every head of the layer as a grid, and the head as a flow
 // diagram. Layers and heads are numbered from 1, as the chapter prints them.
@@ -118,7 +118,7 @@ void run(int argc, char** argv) {
     say("This model is bidirectional: position i also reads the tokens after it, so where the text has a next "
         "token the prediction may simply be read from it (see the chapter's task 2).");
 
-  step(3, "Seed 003's pattern numbers");
+  step(3, "The pattern analyzer's numbers");
   const PatternStats st = attention_pattern(P, window);
   const PatternStats uni = attention_pattern(uniform_weights(n, cfg.causal), window);
   fmt::print("  {:<26} {:>8} {:>8} {:>9} {:>9}   {}\n", "", "entropy", "focus", "diagonal",

@@ -1,5 +1,5 @@
 // Chapter 7, task 2: next-token prediction on a small sentence corpus
-// (seed 000), chapters/07-training/corpus.txt.
+//, chapters/07-training/corpus.txt.
 //
 // Every sentence becomes the ids of its words plus the end token ".", and
 // the model learns to predict each token from the ones before it:

@@ -1,6 +1,6 @@
 // Chapter 7: training a tiny transformer, every backward pass by hand.
 //
-// Trains seed 004's model on sequence reversal: shows the task and the
+// Trains the source material's model on sequence reversal: shows the task and the
 // model, one training step taken apart (loss, every gradient, a
 // finite-difference spot check, what Adam's first step does), the training
 // run one line per epoch, and what the trained attention heads do: the
@@ -161,7 +161,7 @@ void save_and_verify(const Checkpoint& ckpt, const std::string& path, TinyTransf
   if (same != total || !logits_same) throw std::runtime_error("the checkpoint read back is not the model saved");
 }
 
-// One line of the pattern analyzer's table: seed 003's four numbers with a
+// One line of the pattern analyzer's table: the source material's four numbers with a
 // window of 3 and the class they give, then the window-1 variant.
 void print_analyzer_row(const std::string& who, const std::string& when, const Matrix& P) {
   const PatternStats st = attention_pattern(P, 3), near = attention_pattern(P, 1);
@@ -533,7 +533,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
   const Score trained = evaluate(model, test, task, test_ids, test_targets);
   const std::vector<HeadScore> heads = analyze_heads(model, o.test, task);
   say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
-                  "position {} - p (the input token equal to the query's own, seed 004's check), or on the "
+                  "position {} - p (the input token equal to the query's own, the source material's check), or on the "
                   "source position {} - p (the token the query has to write next)? Over all {} held-out "
                   "samples:",
                   2 * D, 2 * D - 1, o.test));
@@ -554,7 +554,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
     for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
     print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer + 1, best->head + 1, o.sample), w,
                    labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
-    say(fmt::format("Seed 003's pattern analyzer on the same sample, every head (the numbers and classes are "
+    say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
                     "explained with task 2's table; 'uniform' is a head that learned nothing):"));
     fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
                "diagonal", "local 3", "class", "local 1", "class (window 1)");
@@ -654,8 +654,8 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
 
 
 // ===========================================================================
-// Task 2: next-token prediction on a small sentence corpus (seed 000), and
-// seed 003's pattern analyzer over every head.
+// Task 2: next-token prediction on a small sentence corpus, and
+// the source material's pattern analyzer over every head.
 // ===========================================================================
 
 // One of the three models of task 2, with what the tables and figures need.
@@ -758,7 +758,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
       fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", models[k].name, c.d_k(),
                  c.causal ? "causal" : "none (all keys)", parameter_count(models[k].model->params));
     }
-    say(fmt::format("Seed 000's three setups, on the model of task 1 with one block: token and position "
+    say(fmt::format("The source material's three setups, on the model of task 1 with one block: token and position "
                     "embeddings, one pre-norm block (attention, then the feed-forward), the head. The two "
                     "{}-head models start from identical weights and see identical batches; only the mask "
                     "differs. For a sentence of {} tokens the masks are:",
@@ -770,7 +770,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
     print_labelled("bidirectional: every query sees every key", full, labels, labels, {.precision = 0});
     print_labelled("causal: query i sees keys 0..i (chapter 5)", lower, labels, labels, {.precision = 0});
     say("With a next-token loss, the bidirectional mask hands position i the very word it must predict: it sits "
-        "at key i + 1. Seed 000 trains bidirectional models this way; we do the same, and then check what they "
+        "at key i + 1. The source material trains bidirectional models this way; we do the same, and then check what they "
         "learned.");
   }
   for (CorpusModel& m : models) m.untrained = weights_on(*m.model, text_ids);
@@ -850,7 +850,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   // ---------------------------------------------------------------------
   next_step(fmt::format("What training did to each head, on {}", quoted));
   say("Entropy (mean over the queries of -sum_j a_j ln a_j, nats) and focus (mean of each query's largest "
-      "weight), before and after training, as in seed 000's tables:");
+      "weight), before and after training, as in the source material's tables:");
   fmt::print("  {:<26} {:>4}   {:^26}   {:^26}\n", "", "", "entropy (nats)", "focus");
   fmt::print("  {:<26} {:>4}   {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}\n", "model", "head", "before", "after", "change",
              "before", "after", "change");
@@ -881,8 +881,8 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
       "links point one token ahead: at the answer.");
 
   // ---------------------------------------------------------------------
-  next_step("The pattern analyzer over every head (seed 003)");
-  say("Four numbers per head on the same sentence, and a class from seed 003's thresholds, tested in this "
+  next_step("The pattern analyzer over every head");
+  say("Four numbers per head on the same sentence, and a class from the source material's thresholds, tested in this "
       "order: self-focused if diagonal > 0.7; locally focused if local > 0.8 (local: the weight within 3 "
       "positions of the query); concentrated if focus > 0.5 and entropy < 1.0; distributed if entropy > 2.0; "
       "mixed otherwise. The last two columns repeat local and the class with a window of 1. The uniform rows "

@@ -8,7 +8,7 @@
 //   final LayerNorm ─ linear head ─ logits over the vocabulary
 //
 // The parameters are drawn from sa::Generator in the order the PyTorch twin
-// (tests/reference/ch07_training.py, the model of seed 004) creates them, so
+// (tests/reference/ch07_training.py, the source material's reversal model) creates them, so
 // one seed gives the same initial weights in both.
 //
 // Header-only because both tracks use it: the chapter program links either

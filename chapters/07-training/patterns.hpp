@@ -1,4 +1,4 @@
-// Chapter 7: the attention-pattern analyzer (seed 003), four numbers and a
+// Chapter 7: the attention-pattern analyzer, four numbers and a
 // name for what one head does on one input.
 //
 // For the weights P (seq_q, seq_k) of one head (every row sums to 1):
@@ -8,7 +8,7 @@
 //              seed calls it concentration) 1/n uniform, 1 one-hot
 //   diagonal   mean over i of P_ii: how much a token attends to itself
 //   local      mean over rows of Σ_{|j − i| <= window} P_ij: how much weight
-//              stays within `window` positions (seed 003: window 3)
+//              stays within `window` positions (the source material's window: 3)
 //
 // Solutions in solutions/07-training/patterns.cpp; the exercise is
 // exercises/07-training/patterns.cpp. classify_pattern is written out below:

@@ -1,4 +1,4 @@
-// Chapter 7, task 1: sequence reversal (seed 004).
+// Chapter 7, task 1: sequence reversal.
 //
 // A sample is `a b c d e f SEP f e d c b a`: `digits` random tokens from
 // [2, vocab), the separator, and the same tokens reversed (token 0 is
@@ -114,7 +114,7 @@ inline Score evaluate(TinyTransformer& model, const ReversalData& data, const Re
 // How much of each head's attention follows the reversal. For a query p in
 // the reversed half, the head's largest weight can fall on
 //  - the mirror position 2 digits − p: the input position that holds the
-//    same token as the query (seed 004's check; queries digits+1 .. 2 digits−1),
+//    same token as the query (the source material's check; queries digits+1 .. 2 digits−1),
 //  - the source position 2 digits − 1 − p: the token the query must write
 //    next (queries digits .. 2 digits − 1).
 struct HeadScore {

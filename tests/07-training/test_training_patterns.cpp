@@ -1,5 +1,5 @@
 // Hidden suite of chapter 7, part 2: the attention-pattern analyzer
-// (patterns.hpp, seed 003) on matrices whose numbers can be worked out by
+// (patterns.hpp) on matrices whose numbers can be worked out by
 // hand, and the seed's classes on them.
 //
 // Tolerance: the weights are float32 (0.1f is not 0.1), the metrics sums of
@@ -101,7 +101,7 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
   }
 }
 
-TEST_CASE("attention_pattern: seed 003's classes, and what the absolute thresholds do on short inputs",
+TEST_CASE("attention_pattern: the source material's classes, and what the absolute thresholds do on short inputs",
           "[ch07][attention_pattern]") {
   CHECK(classify_pattern(attention_pattern(Matrix::Identity(5, 5))) == PatternClass::SelfFocused);
   // One-hot on the neighbour: local with a window of 1; with a window of 0
