@@ -3,7 +3,7 @@
 // `--checkpoint --text --layer --head`):
 //
 //   07-training-analyze --checkpoint build/checkpoints/corpus-causal.ckpt
-//                       --text "the cat sat on the mat" --layer 1 --head 2
+//                       --text "the cat sat on the mat" --layer 0 --head 1
 //
 // It prints what the checkpoint holds, the head's weights, the model's next
 // token after every position, the source material's pattern numbers and class against
@@ -40,7 +40,7 @@ namespace {
 void run(int argc, char** argv) {
   std::string checkpoint;  // default: build/checkpoints/corpus-causal.ckpt
   std::string text = "the cat sat on the mat";
-  int64_t layer = 1, head = 1, window = 3;
+  int64_t layer = 0, head = 0, window = 3;
   Cli cli("07-training",
           "Chapter 7's analysis command: load a checkpoint saved by the chapter program (07-training) and show "
           "the attention of one head on a text: weights, next-token predictions, pattern numbers, strongest "
@@ -48,8 +48,9 @@ void run(int argc, char** argv) {
           "07-training-analyze");
   cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.ckpt)");
   cli.add("--text", &text, "the text to analyze, tokens separated by spaces");
-  cli.add("--layer", &layer, "the layer, from 1", IntRange{1, 1000});
-  cli.add("--head", &head, "the head, from 1", IntRange{1, 1000});
+  // Counted from 0, as PyTorch indexes them and as the whole book prints them.
+  cli.add("--layer", &layer, "the layer, counted from 0", IntRange{0, 1000});
+  cli.add("--head", &head, "the head, counted from 0", IntRange{0, 1000});
   cli.add("--window", &window, "local focus counts the keys within this distance of the query", IntRange{0, 1000});
   cli.parse(argc, argv);
   if (checkpoint.empty()) {
@@ -60,12 +61,12 @@ void run(int argc, char** argv) {
 
   const Checkpoint ckpt = load_checkpoint(checkpoint);
   const ModelConfig& cfg = ckpt.config;
-  if (layer > cfg.n_layers)
-    throw UsageError(fmt::format("--layer {}, but the model has {} layer{} (1..{})", layer, cfg.n_layers,
-                                 cfg.n_layers == 1 ? "" : "s", cfg.n_layers));
-  if (head > cfg.n_heads)
-    throw UsageError(fmt::format("--head {}, but the model has {} head{} per layer (1..{})", head, cfg.n_heads,
-                                 cfg.n_heads == 1 ? "" : "s", cfg.n_heads));
+  if (layer >= cfg.n_layers)
+    throw UsageError(fmt::format("--layer {}, but the model has {} layer{} (0..{})", layer, cfg.n_layers,
+                                 cfg.n_layers == 1 ? "" : "s", cfg.n_layers - 1));
+  if (head >= cfg.n_heads)
+    throw UsageError(fmt::format("--head {}, but the model has {} head{} per layer (0..{})", head, cfg.n_heads,
+                                 cfg.n_heads == 1 ? "" : "s", cfg.n_heads - 1));
   const std::vector<int64_t> ids = encode_text(text, ckpt.tokens);
   const int64_t n = int64_t(ids.size());
   if (n > cfg.max_seq)
@@ -84,7 +85,7 @@ void run(int argc, char** argv) {
 
   auto model = model_from(ckpt);
   const Matrix logits = model->forward(ids, 1);
-  const int64_t l = layer - 1, h = head - 1;
+  const int64_t l = layer, h = head;
   const Matrix P = head_weights(*model, l, 0, h);
 
   step(1, fmt::format("The weights of layer {}, head {}", layer, head));
@@ -155,7 +156,7 @@ void run(int argc, char** argv) {
       const Matrix P = head_weights(*model, l, 0, k);
       const PatternStats s = attention_pattern(P, window);
       plot::Heatmap hm =
-          plot::weights_heatmap(fmt::format("head {}: entropy {:.2f}, focus {:.2f}", k + 1, s.entropy, s.focus), P, labels);
+          plot::weights_heatmap(fmt::format("head {}: entropy {:.2f}, focus {:.2f}", k, s.entropy, s.focus), P, labels);
       hm.annotate = false;
       panels.push_back(std::move(hm));
     }

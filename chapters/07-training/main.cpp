@@ -114,7 +114,7 @@ std::vector<plot::Heatmap> heatmap_panels(const TinyTransformer& model, int64_t 
   for (int64_t l = 0; l < model.config().n_layers; ++l)
     for (int64_t h = 0; h < model.config().n_heads; ++h) {
       plot::Heatmap p =
-          plot::weights_heatmap(fmt::format("layer {}, head {}", l + 1, h + 1), head_weights(model, l, b, h), labels);
+          plot::weights_heatmap(fmt::format("layer {}, head {}", l, h), head_weights(model, l, b, h), labels);
       p.xlabel = "key (attended to)";
       p.ylabel = "query (position)";
       p.annotate = false;
@@ -336,7 +336,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
   fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%)\n", untrained.percent(), 100.0 / double(o.vocab - 2));
   {
     const Matrix w = head_weights(model, 0, o.sample, 0);
-    fmt::print("  layer 1, head 1, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
+    fmt::print("  layer 0, head 0, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
     fmt::print("    [{}]\n", fmt::join(std::vector<float>(w.row(D).data(), w.row(D).data() + D + 1), ", "));
     say(fmt::format("Close to 1/{} = {:.4f} each: the causal mask lets query {} see {} keys, and the scores "
                     "are all near zero.",
@@ -539,7 +539,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
                   2 * D, 2 * D - 1, o.test));
   fmt::print("  {:<16} {:>8}  {:<20}  {:>8}  {:<20}\n", "", "mirror", "", "source", "");
   for (const HeadScore& s : heads)
-    fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer + 1, s.head + 1, 100 * s.mirror,
+    fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer, s.head, 100 * s.mirror,
                bar(s.mirror, 20), 100 * s.source, bar(s.source, 20));
   {
     const HeadScore* best = &heads.front();
@@ -548,11 +548,11 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
     fmt::print("  held-out token accuracy {:.2f}%\n", trained.percent());
     say(fmt::format("Layer {}, head {} is the copying head: it attends to the source position {:.1f}% of "
                     "the time. In the heatmap below it draws the anti-diagonal that reversal needs.",
-                    best->layer + 1, best->head + 1, 100 * best->source));
+                    best->layer, best->head, 100 * best->source));
     const Matrix w = head_weights(model, best->layer, o.sample, best->head);
     std::vector<std::string> labels;
     for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
-    print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer + 1, best->head + 1, o.sample), w,
+    print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, o.sample), w,
                    labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
     say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
                     "explained with task 2's table; 'uniform' is a head that learned nothing):"));
@@ -561,7 +561,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
     print_analyzer_row("uniform, causal", "", uniform_weights(T, true));
     for (int64_t l = 0; l < o.layers; ++l)
       for (int64_t h = 0; h < o.heads; ++h)
-        print_analyzer_row(fmt::format("layer {}, head {}", l + 1, h + 1), "trained",
+        print_analyzer_row(fmt::format("layer {}, head {}", l, h), "trained",
                            head_weights(model, l, o.sample, h));
   }
 
@@ -579,7 +579,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
         "it back checks each of those before it trusts a single size (checkpoint.hpp).");
     save_and_verify(ckpt, o.checkpoint_dir + "/reversal.ckpt", model, test_ids, o.test);
     const auto s = test.sample(o.sample);
-    fmt::print("  look at it:  {} --checkpoint {} --text \"{}\" --layer 1 --head 1\n",
+    fmt::print("  look at it:  {} --checkpoint {} --text \"{}\" --layer 0 --head 0\n",
                shown_path(sibling_program("07-training-analyze")), shown_path(o.checkpoint_dir + "/reversal.ckpt"),
                join_tokens(s.first(size_t(T))));
   }
@@ -642,7 +642,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
     plot::BarGroup mirror{fmt::format("mirror position {} - p", 2 * D), {}},
         source{fmt::format("source position {} - p", 2 * D - 1), {}};
     for (const HeadScore& s : heads) {
-      c.categories.push_back(fmt::format("L{} H{}", s.layer + 1, s.head + 1));
+      c.categories.push_back(fmt::format("L{} H{}", s.layer, s.head));
       mirror.values.push_back(std::round(1000 * s.mirror) / 10);  // one decimal on the bar labels
       source.values.push_back(std::round(1000 * s.source) / 10);
     }
@@ -838,7 +838,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   for (const CorpusModel& m : models) {
     if (m.cfg.causal) continue;
     for (size_t h = 0; h < m.trained.size(); ++h)
-      fmt::print("  {:<26} head {}  untrained {:.3f}  trained {:.3f}\n", h == 0 ? m.name : "", h + 1,
+      fmt::print("  {:<26} head {}  untrained {:.3f}  trained {:.3f}\n", h == 0 ? m.name : "", h,
                  next_token_weight(m.untrained[h]), next_token_weight(m.trained[h]));
   }
   fmt::print("  {:<26} every head 0: the mask gives the next token weight exactly 0\n", models[2].name);
@@ -857,7 +857,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   for (const CorpusModel& m : models)
     for (size_t h = 0; h < m.trained.size(); ++h) {
       const PatternStats a = attention_pattern(m.untrained[h]), b = attention_pattern(m.trained[h]);
-      fmt::print("  {:<26} {:>4}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f} {:>8}\n", h == 0 ? m.name : "", h + 1,
+      fmt::print("  {:<26} {:>4}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f} {:>8}\n", h == 0 ? m.name : "", h,
                  a.entropy, b.entropy, percent_change(a.entropy, b.entropy), a.focus, b.focus,
                  percent_change(a.focus, b.focus));
     }
@@ -873,7 +873,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
       for (const Link& l : strongest_links(m.trained[h], 3, m.cfg.causal))
         shown.push_back(fmt::format("'{}' -> '{}' {:.2f} ({})", labels[size_t(l.query)], labels[size_t(l.key)],
                                     l.weight, link_direction(l)));
-      fmt::print("  {:<8} head {}  {}\n", m.tag, h + 1, fmt::join(shown, ",  "));
+      fmt::print("  {:<8} head {}  {}\n", m.tag, h, fmt::join(shown, ",  "));
     }
   say("Every head ends far from uniform. Read the causal links as what a next-word model needs: the second "
       "'the' has to name the last noun, which depends on the words before it (cats sit on mats and sofas, dogs "
@@ -893,7 +893,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   print_analyzer_row("uniform, causal", "", uniform_weights(n, true));
   for (const CorpusModel& m : models)
     for (size_t h = 0; h < m.trained.size(); ++h) {
-      print_analyzer_row(fmt::format("{} head {}", m.tag, h + 1), "untrained", m.untrained[h]);
+      print_analyzer_row(fmt::format("{} head {}", m.tag, h), "untrained", m.untrained[h]);
       print_analyzer_row("", "trained", m.trained[h]);
     }
   say(fmt::format("With a window of 3 every head is 'locally focused', the uniform ones included: on a sentence "
@@ -918,7 +918,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
     ckpt.params = m.model->params;
     save_and_verify(ckpt, fmt::format("{}/corpus-{}.ckpt", o.checkpoint_dir, m.tag), *m.model, text_ids, 1);
   }
-  fmt::print("  look at one:  {} --checkpoint {} --text \"{}\" --layer 1 --head 2\n",
+  fmt::print("  look at one:  {} --checkpoint {} --text \"{}\" --layer 0 --head 1\n",
              shown_path(sibling_program("07-training-analyze")), shown_path(o.checkpoint_dir + "/corpus-causal.ckpt"),
              fmt::join(labels, " "));
 
@@ -946,16 +946,16 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   });
   figures.draw("corpus_untrained_vs_trained.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.untrained[size_t(h)], stats_title(causal.untrained[size_t(h)], fmt::format("head {} untrained", h + 1))));
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("head {} trained", h + 1))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.untrained[size_t(h)], stats_title(causal.untrained[size_t(h)], fmt::format("head {} untrained", h))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("head {} trained", h))));
     return plot::heatmap_grid(path, fmt::format("{} heads, causal, on {}: before (top) and after {} epochs (bottom)", H,
                                                 quoted, o.corpus_epochs),
                               2, H, panels, 340);
   });
   figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
-    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h + 1))));
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h + 1))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
     return plot::heatmap_grid(path, fmt::format("Trained {} epochs from the same weights: bidirectional (top) reads the "
                                                 "next word, causal (bottom) cannot",
                                                 o.corpus_epochs),
@@ -992,7 +992,7 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
       if (attention_pattern(causal.trained[h]).focus > attention_pattern(causal.trained[best]).focus) best = h;
     figures.draw("corpus_surface.png", [&](const std::string& path) {
       plot::Surface sf;
-      sf.title = fmt::format("Causal head {} after training, on {}: one peak per query", best + 1, quoted);
+      sf.title = fmt::format("Causal head {} after training, on {}: one peak per query", best, quoted);
       sf.z = causal.trained[best];
       sf.row_labels = labels;
       sf.col_labels = labels;
@@ -1022,8 +1022,8 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   });
   figures.draw("corpus_flow.png", [&](const std::string& path) {
     std::vector<plot::FlowPanel> panels;
-    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("bidirectional, head {}", h + 1), bi.trained[size_t(h)], labels, labels});
-    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("causal, head {}", h + 1), causal.trained[size_t(h)], labels, labels});
+    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("bidirectional, head {}", h), bi.trained[size_t(h)], labels, labels});
+    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("causal, head {}", h), causal.trained[size_t(h)], labels, labels});
     return plot::flow(path,
                       fmt::format("Who attends to whom in {} after training (line width and darkness: the weight; "
                                   "below 0.05 not drawn)",

@@ -29,7 +29,10 @@ std::string describe(RealRange r) {
 }  // namespace
 
 Cli::Cli(std::string chapter, std::string summary, std::string program)
-    : plots_dir(std::string(SA_SOURCE_DIR) + "/plots/" + chapter),
+    // Figures go to the build tree by default: a run with other options must
+    // never overwrite the committed figures in plots/, which `./book plots`
+    // draws with the default options (--plots-dir plots/<chapter>).
+    : plots_dir(std::string(SA_BINARY_DIR) + "/plots/" + chapter),
       chapter_(std::move(chapter)),
       summary_(std::move(summary)),
       program_(program.empty() ? chapter_ : std::move(program)) {
@@ -84,7 +87,7 @@ void Cli::print_help() const {
   for (const auto& o : options_) {
     const std::string lhs = o.takes_value ? o.flag + " VALUE" : o.flag;
     const std::string dflt =
-        o.default_text.empty() ? "" : fmt::format(" (default: {})", o.flag == "--plots-dir" ? "plots/" + chapter_ : o.default_text);
+        o.default_text.empty() ? "" : fmt::format(" (default: {})", o.flag == "--plots-dir" ? "build/plots/" + chapter_ + "; ./book plots draws the committed plots/" + chapter_ : o.default_text);
     fmt::print("  {:<22} {}{}\n", lhs, o.help, dflt);
   }
 }

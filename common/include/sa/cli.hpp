@@ -52,7 +52,7 @@ class Cli {
 
   uint64_t seed = 42;
   bool plots = true;
-  std::string plots_dir;  // default: <repository>/plots/<chapter>
+  std::string plots_dir;  // default: <build>/plots/<chapter>; `./book plots` passes plots/<chapter>
   const std::string& chapter() const { return chapter_; }
 
  private:
