@@ -156,7 +156,7 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     h.annotate = false;
     for (int64_t i = 0; i < kCrossQueries; ++i) h.row_labels.push_back(std::to_string(i));
     for (int64_t j = 0; j < kCrossKeys; ++j) h.col_labels.push_back(j % 5 == 0 ? std::to_string(j) : "");
-    return plot::heatmap(path, h, 1400, 440);
+    return plot::heatmap(path, h, 1400, 350);  // 10 x 50 square cells: a wide, low figure
   });
 }
 

@@ -805,8 +805,16 @@ std::string cell_text(float v, int decimals) {
 // width/height: the pixels this panel occupies; id: unique datablock suffix;
 // base_pt: font size of tic labels (titles are a little larger).
 // scale: the panel's share of the page ("1,1", or "0.25,0.47" in a grid).
+// In a grid, every panel gets the same label rotation (and, when lmargin is
+// set, the same margins in character widths), so that matrices of one shape
+// draw at one size whatever their labels.
+struct SharedLayout {
+  int rotate = 0;
+  double lmargin = 0, rmargin = 0, bmargin = 0, tmargin = 0;
+};
+
 void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, double height, double base_pt,
-                   const std::string& scale_xy = "1,1") {
+                   const std::string& scale_xy = "1,1", const SharedLayout* shared = nullptr) {
   const auto rows = static_cast<std::size_t>(h.values.rows());
   const auto cols = static_cast<std::size_t>(h.values.cols());
   const ColourScale scale = heatmap_scale(h);
@@ -819,7 +827,8 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   const double est_cell_w = (width - 200.0 - ylab_chars * char_px) / static_cast<double>(cols);
   // Rotate the key labels when they would not fit side by side.
   const double xlab_slot = est_cell_w * static_cast<double>(tic_stride(!h.col_labels.empty(), cols));
-  const int rotate = xlab_chars * char_px > 0.9 * xlab_slot ? (cols > 24 ? 90 : 45) : 0;
+  const int rotate =
+      shared ? shared->rotate : xlab_chars * char_px > 0.9 * xlab_slot ? (cols > 24 ? 90 : 45) : 0;
   const double xlab_h = rotate ? std::min<double>(xlab_chars, 16) * char_px * (rotate == 90 ? 1.0 : 0.72) + 12 : 24;
   const double est_cell_h = (height - 110.0 - xlab_h) / static_cast<double>(rows);
   const double cell_px = std::max(1.0, std::min(est_cell_w, est_cell_h));
@@ -845,6 +854,10 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // Tic labels take the border's colour unless told otherwise.
   s += "set border 15 lw 1 lc rgb '#808080'\nset tics scale 0 textcolor rgb '#1a1a1a'\n";
   s += "set size ratio -1 " + scale_xy + "\n";  // square cells
+  if (shared && shared->lmargin > 0) {
+    s += fmt::format("set lmargin {:.1f}\nset rmargin {:.1f}\nset bmargin {:.1f}\nset tmargin {:.1f}\n",
+                     shared->lmargin, shared->rmargin, shared->bmargin, shared->tmargin);
+  }
   // The title is centred on the square plot area; about width - 90 px fit.
   s += title_command(h.title, width - 90.0, base_pt + 3, base_pt);
   s += fmt::format("set xlabel {} font ',{}'\nset ylabel {} font ',{}'\n", gq(h.xlabel), base_pt + 1, gq(h.ylabel),
@@ -1006,8 +1019,9 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   if (!available()) return skipped();
 
   const int width = cols * panel_px;
-  // Smaller panels, smaller type: 9pt at 420 px.
-  const double pt = std::clamp(panel_px / 46.0, 7.0, 11.0);
+  // Smaller panels, smaller type, but never below 9 pt: labels must read at
+  // 100 % (11 pt at 420 px and more).
+  const double pt = std::clamp(panel_px / 38.0, 9.0, 11.0);
   // A long title is set smaller or on two lines (fit_title); a second line
   // needs more room above the panels.
   const auto [title_text, title_pt] = fit_title(title, width - 40.0, pt + 7, pt + 2);
@@ -1022,11 +1036,32 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   // left to the overall title.
   const double top = 1.0 - static_cast<double>(title_px) / height;
   const double pw = 1.0 / cols, ph = top / rows;
+  // One rotation and one set of margins for every panel: the longest labels
+  // of any panel decide (margins in character widths of the tic font).
+  SharedLayout shared;
+  std::size_t ylab_chars = 1, xlab_chars = 1, max_cols = 1;
+  for (const Heatmap& h : panels) {
+    const auto n_rows = static_cast<std::size_t>(h.values.rows()), n_cols = static_cast<std::size_t>(h.values.cols());
+    ylab_chars = std::max(ylab_chars, h.row_labels.empty() ? std::to_string(n_rows).size() : longest(h.row_labels));
+    xlab_chars = std::max(xlab_chars, h.col_labels.empty() ? std::to_string(n_cols).size() : longest(h.col_labels));
+    max_cols = std::max(max_cols, n_cols);
+  }
+  const double char_px = 0.62 * pt * kPxPerPt;
+  const double cell_w = (panel_px - 200.0 - ylab_chars * char_px) / static_cast<double>(max_cols);
+  shared.rotate = xlab_chars * char_px > 0.9 * cell_w ? (max_cols > 24 ? 90 : 45) : 0;
+  // gnuplot's automatic margins follow each panel's labels: row labels
+  // padded to one length (right-aligned, so only the margin changes) make
+  // every panel's left margin the same.
   body += fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(title_text), title_pt);
   for (std::size_t k = 0; k < panels.size(); ++k) {
     const auto r = static_cast<int>(k) / cols, c = static_cast<int>(k) % cols;
     body += fmt::format("set origin {:.5f},{:.5f}\n", c * pw, top - (r + 1) * ph);
-    heatmap_panel(body, panels[k], static_cast<int>(k), panel_px, panel_px, pt, fmt::format("{:.5f},{:.5f}", pw, ph));
+    Heatmap padded = panels[k];
+    if (padded.row_labels.empty())
+      for (Eigen::Index i = 0; i < padded.values.rows(); ++i) padded.row_labels.push_back(std::to_string(i));
+    for (std::string& label : padded.row_labels) label.insert(0, ylab_chars - std::min(ylab_chars, label.size()), ' ');
+    heatmap_panel(body, padded, static_cast<int>(k), panel_px, panel_px, pt, fmt::format("{:.5f},{:.5f}", pw, ph),
+                  &shared);
   }
   return render("heatmap_grid", png_path, width, height, body);
 }
@@ -1268,6 +1303,47 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   return render("bars", png_path, width, height, s);
 }
 
+namespace {
+
+// Histogram::own_axes: one panel per series, each binned over its own range.
+std::string histogram_panels(const std::string& png_path, const Histogram& h, int width, int height) {
+  const auto n = h.series.size();
+  const auto [title_text, title_pt] = fit_title(h.title, width - 40.0, 15, 11);
+  const double top = h.title.empty() ? 1.0 : 1.0 - 50.0 / height;
+  const double pw = 1.0 / static_cast<double>(n);
+  std::string s = kChartStyle;
+  s += "unset key\n";
+  s += fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(title_text), title_pt);
+  for (std::size_t k = 0; k < n; ++k) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (double x : h.series[k].x)
+      if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+    if (lo == hi) lo -= 0.5, hi += 0.5;
+    const auto nb = static_cast<std::size_t>(h.bins);
+    const double bw = (hi - lo) / static_cast<double>(nb);
+    std::vector<double> counts(nb, 0.0);
+    double peak = 0;
+    for (double x : h.series[k].x) {
+      if (!std::isfinite(x)) continue;
+      peak = std::max(peak, ++counts[std::min(static_cast<std::size_t>((x - lo) / bw), nb - 1)]);
+    }
+    std::string data;
+    for (std::size_t b = 0; b < nb; ++b) data += fmt::format("{} {}\n", num(lo + (b + 0.5) * bw), counts[b]);
+    const std::string block = fmt::format("$hist{}", k);
+    datablock(s, block, data);
+    s += fmt::format("set origin {:.5f},0\nset size {:.5f},{:.5f}\n", static_cast<double>(k) * pw, pw, top);
+    s += title_command(h.series[k].name, width * pw - 60.0, 13, 10);
+    s += "set xlabel " + gq(h.xlabel) + "\nset ylabel " + gq(k == 0 ? h.ylabel : "") + "\n";
+    s += fmt::format("set xrange [{}:{}]\nset yrange [0:{}]\n", num(lo - bw), num(hi + bw), num(peak * 1.08));
+    s += fmt::format("plot {} using 1:2:({}) with boxes fs transparent solid 0.4 border lc rgb '{}' lw 1.2 "
+                     "lc rgb '{}' notitle\n",
+                     block, num(bw), cycle_colour(k), cycle_colour(k));
+  }
+  return render("histogram", png_path, width, height, s);
+}
+
+}  // namespace
+
 std::string histogram(const std::string& png_path, const Histogram& h, int width, int height) {
   if (h.series.empty()) bad_input("histogram", "no series");
   if (h.bins < 1) bad_input("histogram", fmt::format("bins = {} must be at least 1", h.bins));
@@ -1282,6 +1358,7 @@ std::string histogram(const std::string& png_path, const Histogram& h, int width
   }
   check_size("histogram", width, height);
   if (!available()) return skipped();
+  if (h.own_axes && h.series.size() > 1) return histogram_panels(png_path, h, width, height);
 
   // Shared bins over all samples, counted here: every series uses the same
   // edges, so the overlaid bars line up.
@@ -1364,20 +1441,18 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
   // (like the top row of the heatmap).
   s += "set view 55, 40, 0.95, 1.05\n";
   s += "set xyplane at " + num(zlo) + "\n";
-  // One extra row and column at the floor (zlo) in front of the last query
-  // and beside the last key: a peak on the front edge then slopes down to
-  // the floor instead of ending in a cliff that shows the empty space under
-  // the sheet. Ticks stay on the real rows and columns.
-  s += fmt::format("set xrange [0:{}]\nset yrange [{}:0]\nset zrange [{}:{}]\n", cols, rows, num(zlo), num(mx));
+  // Cell (i, j) is a flat block over [j - 0.5, j + 0.5] x [i - 0.5, i + 0.5]
+  // at its value: the weights are drawn as they are, one per (query, key),
+  // with nothing interpolated between tokens. Ticks sit on the centres.
+  // (The ranges include the ring of floor around the blocks.)
+  s += fmt::format("set xrange [-1.5:{}]\nset yrange [{}:-1.5]\nset zrange [{}:{}]\n", cols + 0.5, rows + 0.5,
+                   num(zlo), num(mx));
   s += fmt::format("set cbrange [{}:{}]\n", num(zlo), num(mx));
   s += ColourScale{&viridis(), zlo, mx, false}.command();
-  // depthorder: draw far quadrangles first, so near peaks hide far ones.
-  // interpolate: shade each cell in 6 x 6 sub-quadrangles, so the colour
-  // follows the height smoothly instead of one flat colour per cell (flat
-  // facets with borders looked like crumpled paper). Values at the grid
-  // points are unchanged. No mesh on top: straight mesh lines disagree with
-  // the interpolated shading, and hidden3d does not hide them behind pm3d.
-  s += "set pm3d depthorder interpolate 6,6 noborder\nset pm3d corners2color mean\n";
+  // depthorder: draw far quadrangles first, so near blocks hide far ones.
+  // A thin border separates the blocks; corners2color max gives a block's
+  // top and its walls the block's own colour.
+  s += "set pm3d depthorder border lw 0.5 lc rgb '#ffffff'\nset pm3d corners2color max\n";
   s += "set grid z back lt 1 lw 1 lc rgb '#e0e0e0'\nset border 1+2+4+8+16 lw 1 lc rgb '#404040'\n";
   // Offsets push the key and query tic labels apart at the front corner.
   s += fmt::format("set xtics {} scale 0 font ',10' offset -0.8,-0.6", tic_list(sf.col_labels, cols, 24));
@@ -1391,15 +1466,25 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
   s += "set colorbox vertical user origin 0.9,0.25 size 0.022,0.5\n";
   s += "unset key\n";
 
-  // Scan lines "x y z", one blank line between rows: the grid pm3d needs.
+  // Scan lines "x y z", one blank line between them: the grid pm3d needs.
+  // Each row of cells is two scan lines (its front and back edge), each cell
+  // two points (its left and right edge), all at the cell's value; where two
+  // neighbours meet, the repeated x or y makes the wall between them.
   std::string data;
-  for (std::size_t i = 0; i <= rows; ++i) {
-    for (std::size_t j = 0; j <= cols; ++j) {
-      const bool pad = i == rows || j == cols;
-      const double z = pad ? zlo : double(sf.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)));
-      data += fmt::format("{} {} {}\n", j, i, num(z));
+  const double floor_z = zlo;
+  for (std::size_t i = 0; i <= rows + 1; ++i) {
+    // Row -1 and row `rows` are the floor around the blocks, so the outer
+    // walls reach down to it.
+    for (const double y : {static_cast<double>(i) - 1.5, static_cast<double>(i) - 0.5}) {
+      for (std::size_t j = 0; j <= cols + 1; ++j) {
+        const bool floor = i == 0 || i == rows + 1 || j == 0 || j == cols + 1;
+        const double z =
+            floor ? floor_z : double(sf.z(static_cast<Eigen::Index>(i - 1), static_cast<Eigen::Index>(j - 1)));
+        const double x0 = static_cast<double>(j) - 1.5, x1 = static_cast<double>(j) - 0.5;
+        data += fmt::format("{} {} {}\n{} {} {}\n", num(x0), num(y), num(z), num(x1), num(y), num(z));
+      }
+      data += "\n";
     }
-    data += "\n";
   }
   datablock(s, "$surface", data);
   s += "splot $surface using 1:2:3 with pm3d notitle\n";
@@ -1438,15 +1523,17 @@ std::string flow(const std::string& png_path, const std::string& title, int rows
   if (!available()) return skipped();
 
   // Sizes: a row of tokens every 34 px (at least), labels at 11 pt down to 8.
-  const double pt = std::clamp(panel_px / 30.0, 8.0, 11.0);
+  const double pt = std::clamp(panel_px / 30.0, 9.0, 11.0);
   const int panel_h = std::max(panel_px, static_cast<int>(34 * tokens) + 110);
   const int width = cols * panel_px;
   const auto [title_text, title_pt] = fit_title(title, width - 40.0, pt + 5, pt + 1);
   const bool two_lines = title_text.find('\n') != std::string::npos;
   const int title_px = title.empty() ? 0 : two_lines ? 50 + static_cast<int>(std::lround(title_pt * 1.6)) : 46;
-  const int height = rows * panel_h + title_px;
+  const int legend_px = 56;  // the band at the bottom that says what a line means
+  const int height = rows * panel_h + title_px + legend_px;
   const double top = 1.0 - static_cast<double>(title_px) / height;
-  const double pw = 1.0 / cols, ph = top / rows;
+  const double legend = static_cast<double>(legend_px) / height;
+  const double pw = 1.0 / cols, ph = (top - legend) / rows;
 
   // x: the query column at 0, the key column at 1, with room for the
   // labels beyond them (in units of the distance between the columns).
@@ -1505,6 +1592,24 @@ std::string flow(const std::string& png_path, const std::string& title, int rows
     datablock(body, block, nodes);
     body += "plot " + block + " using 1:2 with points pt 7 ps 1.2 lc rgb '#303030' notitle\n";
   }
+  // The legend: sample lines drawn exactly as the panels draw a weight.
+  body += "unset label\nunset arrow\nunset object\nunset key\nunset border\nunset tics\nunset grid\nunset title\n";
+  body += fmt::format("set origin 0,0\nset size 1,{:.5f}\n", legend);
+  body += "set lmargin 0\nset rmargin 0\nset bmargin 0\nset tmargin 0\nset xrange [0:1]\nset yrange [0:1]\n";
+  const std::vector<double> samples{std::max(min_weight, 0.1), 0.5, 1.0};
+  const double x0 = width > 700 ? 0.30 : 0.05, step = (0.97 - x0) / static_cast<double>(samples.size());
+  body += fmt::format("set label 1 'line width and colour: the weight (below {:g}: no line)' at {:.4f},0.78 left "
+                      "font ',{:.3g}' tc rgb '#555555'\n",
+                      min_weight, x0, pt - 1);
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    const double w = samples[k], a = x0 + step * static_cast<double>(k);
+    body += fmt::format("set arrow {} from {:.4f},0.32 to {:.4f},0.32 nohead lw {:.3g} lc rgb '{}'\n", k + 1, a,
+                        a + 0.45 * step, 0.6 + 7.0 * w, rgb_hex(interpolate(blues(), 0.3 + 0.7 * w)));
+    body += fmt::format("set label {} '{}' at {:.4f},0.32 left font ',{:.3g}' tc rgb '#555555'\n", k + 2,
+                        fmt::format("{:g}", w),
+                        a + 0.5 * step, pt - 1);
+  }
+  body += "plot NaN notitle\n";
   return render("flow", png_path, width, height, body);
 }
 

@@ -85,6 +85,10 @@ struct Histogram {
   std::string title, xlabel, ylabel = "count";
   std::vector<Series> series;  // only name and x are used: the samples
   int bins = 60;
+  // Each series in a panel of its own, side by side, with its own bins and
+  // axes (the series' names become the panel titles). For samples of very
+  // different spreads, which shared bins would squeeze into a spike.
+  bool own_axes = false;
 };
 
 struct Surface {
