@@ -114,6 +114,7 @@ void run(int argc, char** argv) {
   cli.add("--max-epochs", &max_epochs, "give up the run to 99% after this many epochs", IntRange{1, 1000});
   cli.add_flag("--pytorch", &pytorch, "also time the PyTorch twin (needs /usr/bin/python3 with torch)");
   cli.add("--torch-steps", &torch_steps, "steps timed for PyTorch's median", IntRange{5, 10000});
+  cli.without_figures();  // a benchmark draws nothing
   cli.parse(argc, argv);
 
   fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);

@@ -225,11 +225,12 @@ void run(int argc, char** argv) {
   cli.add("--corpus-d-model", &o.corpus_d_model, "corpus: width of a token vector", IntRange{1, 1024});
   cli.add("--corpus-heads", &o.corpus_heads, "corpus: heads of the two multi-head models (must divide d_model)",
           IntRange{2, 64});
-  cli.add("--checkpoint-dir", &o.checkpoint_dir, "folder the checkpoints are saved to (default: build/checkpoints)");
+  o.checkpoint_dir = default_checkpoint_dir();
+  cli.add("--checkpoint-dir", &o.checkpoint_dir, "folder the checkpoints are saved to");
   cli.parse(argc, argv);
+  require_writable_dir("--checkpoint-dir", o.checkpoint_dir);  // before 20 s of training, not after
   if (o.task != "reversal" && o.task != "corpus" && o.task != "both")
     throw UsageError(fmt::format("--task must be reversal, corpus or both, got '{}'", o.task));
-  if (o.checkpoint_dir.empty()) o.checkpoint_dir = default_checkpoint_dir();
   if (o.corpus.empty()) o.corpus = std::string(SA_SOURCE_DIR) + "/chapters/07-training/corpus.txt";
   if (o.corpus_d_model % o.corpus_heads != 0)
     throw UsageError(fmt::format("--corpus-d-model {} is not divisible by --corpus-heads {}", o.corpus_d_model,

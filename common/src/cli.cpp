@@ -5,9 +5,17 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
 
 namespace sa {
 
@@ -46,7 +54,7 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
                           throw UsageError(fmt::format("--seed must be a non-negative integer, got '{}'", v));
                         seed = s;
                       }});
-  add("--plots-dir", &plots_dir, "folder the figures are written to");
+  add("--plots-dir", &plots_dir, "folder the figures are written to (created if needed)");
 }
 
 void Cli::add(const std::string& flag, int64_t* target, const std::string& help, IntRange range) {
@@ -61,9 +69,13 @@ void Cli::add(const std::string& flag, int64_t* target, const std::string& help,
 
 void Cli::add(const std::string& flag, double* target, const std::string& help, RealRange range) {
   options_.push_back({flag, help, fmt::format("{}", *target), true, [=](const std::string& v) {
+                        // Decimal notation only: strtod alone would also take
+                        // " 5", "0x10", "inf" and "nan".
+                        static const std::regex decimal(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
                         char* end = nullptr;
-                        const double x = v.empty() ? NAN : std::strtod(v.c_str(), &end);
-                        const bool parsed = !v.empty() && end == v.c_str() + v.size() && std::isfinite(x);
+                        const bool looks = std::regex_match(v, decimal);
+                        const double x = looks ? std::strtod(v.c_str(), &end) : NAN;
+                        const bool parsed = looks && end == v.c_str() + v.size() && std::isfinite(x);
                         const bool above = range.min_open ? x > range.min : x >= range.min;
                         const bool below = range.max_open ? x < range.max : x <= range.max;
                         if (!parsed || !above || !below)
@@ -74,6 +86,11 @@ void Cli::add(const std::string& flag, double* target, const std::string& help, 
 
 void Cli::add(const std::string& flag, std::string* target, const std::string& help) {
   options_.push_back({flag, help, *target, true, [=](const std::string& v) { *target = v; }});
+}
+
+void Cli::without_figures() {
+  std::erase_if(options_, [](const Option& o) { return o.flag == "--no-plots" || o.flag == "--plots-dir"; });
+  plots = false;
 }
 
 void Cli::add_flag(const std::string& flag, bool* target, const std::string& help) {
@@ -93,6 +110,7 @@ void Cli::print_help() const {
 }
 
 void Cli::parse(int argc, char** argv) {
+  std::set<std::string> seen;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     bool has_inline_value = false;
@@ -109,14 +127,39 @@ void Cli::parse(int argc, char** argv) {
     for (const auto& o : options_)
       if (o.flag == arg) option = &o;
     if (!option) throw UsageError(fmt::format("unknown option '{}' (see --help)", argv[i]));
+    if (!seen.insert(arg).second) throw UsageError(fmt::format("{} is given twice: give each option once", arg));
     if (option->takes_value && !has_inline_value) {
       if (i + 1 >= argc) throw UsageError(fmt::format("{} needs a value (see --help)", arg));
       value = argv[++i];
+      // `--text --no-plots` forgot the text: do not take the next option as it.
+      if (value.rfind("--", 0) == 0)
+        throw UsageError(fmt::format("{} needs a value, but the next word is the option '{}' ({}=VALUE passes a "
+                                     "value that starts with --)",
+                                     arg, value, arg));
     } else if (!option->takes_value && has_inline_value) {
       throw UsageError(fmt::format("{} takes no value, got '{}'", arg, value));
     }
     option->set(value);
   }
+  if (plots) require_writable_dir("--plots-dir", plots_dir);
+}
+
+void require_writable_dir(const std::string& flag, const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw UsageError(fmt::format("{} is empty: give a folder", flag));
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} '{}' is not a folder", flag, dir));
+  // Make it now (the program would anyway), then prove it takes a file:
+  // permission bits alone would not tell (root ignores them; /proc and
+  // read-only file systems refuse anyway).
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError(fmt::format("{} '{}' cannot be created: {}", flag, dir, ec.message()));
+  std::string probe = (fs::path(dir) / ".write-test-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw UsageError(fmt::format("{} '{}' is not writable: {}", flag, dir, std::strerror(errno)));
+  ::close(fd);
+  fs::remove(probe, ec);
 }
 
 int run_program(const std::string& chapter, const std::function<void()>& body) {

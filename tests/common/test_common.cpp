@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <vector>
 
@@ -121,6 +122,37 @@ TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][c
   CHECK(usage_error({"--seed", "-1"}) == "--seed must be a non-negative integer, got '-1'");
   CHECK(usage_error({"--no-plots=1"}) == "--no-plots takes no value, got '1'");
   CHECK(usage_error({"--d-model", "8"}).empty());
+}
+
+TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad figure folders are refused",
+          "[common][cli]") {
+  CHECK(usage_error({"--d-model", "8", "--d-model", "16"}) == "--d-model is given twice: give each option once");
+  CHECK(usage_error({"--no-plots", "--no-plots"}) == "--no-plots is given twice: give each option once");
+  CHECK(usage_error({"--d-model", "--no-plots"}) ==
+        "--d-model needs a value, but the next word is the option '--no-plots' (--d-model=VALUE passes a value that "
+        "starts with --)");
+  CHECK(usage_error({"--d-model", "0x10"}) == "--d-model must be an integer >= 1, got '0x10'");
+  CHECK(usage_error({"--temperature", "0x1p3"}) == "--temperature must be a number > 0, got '0x1p3'");
+  CHECK(usage_error({"--temperature", " 2"}) == "--temperature must be a number > 0, got ' 2'");
+  CHECK(usage_error({"--temperature", "inf"}) == "--temperature must be a number > 0, got 'inf'");
+  CHECK(usage_error({"--temperature", "1e-3"}).empty());
+  CHECK(usage_error({"--temperature", ".5"}).empty());
+  CHECK(usage_error({"--plots-dir", ""}) == "--plots-dir is empty: give a folder");
+  // A regular file where the folder should be, and a folder under it.
+  const std::string file = std::string(SA_BINARY_DIR) + "/tests/a-file-not-a-folder";
+  std::ofstream(file) << "x";
+  CHECK(usage_error({"--plots-dir", file}) == "--plots-dir '" + file + "' is not a folder");
+  CHECK(usage_error({"--plots-dir", file + "/sub"}).rfind("--plots-dir '" + file + "/sub' cannot be created", 0) == 0);
+  // --no-plots: the folder is never looked at.
+  CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
+}
+
+TEST_CASE("Cli: a program without figures takes no --no-plots or --plots-dir", "[common][cli]") {
+  Cli cli("00-test", "test");
+  cli.without_figures();
+  Args a({"--plots-dir", "/tmp"});
+  CHECK_THROWS_WITH(cli.parse(a.argc(), a.argv()), "unknown option '--plots-dir' (see --help)");
+  CHECK_FALSE(cli.plots);
 }
 
 TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -42,11 +43,18 @@ Fixtures::Fixtures(const std::string& file) : file_(file) {
     }
     if (!current) throw std::runtime_error(file_ + ": values before the first '@' header");
     for (std::string word; words >> word;) {
-      // strtof/strtoll accept "inf", "-inf" and "nan", which PyTorch masks need.
+      // strtof/strtoll accept "inf", "-inf" and "nan", which PyTorch masks
+      // need; the whole word must be the number ("1.5x" or "3e" is a broken
+      // fixture, not 1.5 or 3), and an integer must fit.
+      char* end = nullptr;
+      errno = 0;
       if (current->is_f32)
-        current->f32.push_back(std::strtof(word.c_str(), nullptr));
+        current->f32.push_back(std::strtof(word.c_str(), &end));
       else
-        current->i64.push_back(std::strtoll(word.c_str(), nullptr, 10));
+        current->i64.push_back(std::strtoll(word.c_str(), &end, 10));
+      if (end != word.c_str() + word.size() || (!current->is_f32 && errno == ERANGE))
+        throw std::runtime_error(fmt::format("{}: '{}' holds '{}', not a {} number", file_, current_name, word,
+                                             current->is_f32 ? "float32" : "64-bit integer"));
     }
   }
   finish();

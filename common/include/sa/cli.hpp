@@ -46,8 +46,14 @@ class Cli {
   void add(const std::string& flag, std::string* target, const std::string& help);
   void add_flag(const std::string& flag, bool* target, const std::string& help);
 
+  // A program that draws nothing (a benchmark) takes no --no-plots or
+  // --plots-dir: call before parse().
+  void without_figures();
+
   // Parses argv; prints help and exits 0 on --help; throws UsageError on a
-  // bad flag or value.
+  // bad flag or value, a flag given twice, a flag whose value is missing
+  // (the next word is another --flag), or a figure folder that cannot be
+  // written (checked here, before any work).
   void parse(int argc, char** argv);
 
   uint64_t seed = 42;
@@ -65,6 +71,12 @@ class Cli {
   std::string chapter_, summary_, program_;
   std::vector<Option> options_;
 };
+
+// Throws UsageError unless `dir` is a folder this program can write into, or
+// one it can create (its nearest existing parent is a writable folder).
+// `flag` names the option in the message. Output folders are checked before
+// any work, so a bad one never costs a training run.
+void require_writable_dir(const std::string& flag, const std::string& dir);
 
 // Runs a chapter's body with the errors a reader can meet turned into
 // one-line messages:
