@@ -170,7 +170,8 @@ void run(int argc, char** argv) {
   fmt::print("  tokens      {}\n", tokens);
   std::string vocab_line;
   for (int64_t i = 0; i < vocab.size(); ++i) vocab_line += fmt::format("{}{}={}", i ? "  " : "", vocab.word(i), i);
-  fmt::print("  vocabulary  {}   ({} words, numbered by first appearance)\n", vocab_line, vocab.size());
+  fmt::print("  vocabulary  {}   ({} word{}, numbered by first appearance)\n", vocab_line, vocab.size(),
+             vocab.size() == 1 ? "" : "s");
   print_shape("token_ids", {1, seq_len}, "(batch, seq_len)");
   fmt::print("    [{}]\n", ids);
   say_about_repeats(vocab, tokens, ids);
@@ -239,10 +240,12 @@ void run(int argc, char** argv) {
   step(6, "A first look at the scores Q K^T (chapter 2 scales them)");
   const Matrix scores = qkv.Q * qkv.K.transpose();
   print_labelled("scores = Q K^T", scores, tokens, tokens, {.precision = 2});
-  say(fmt::format("Entry [i, j] is the dot product of query i with key j: a sum of {} products, here "
-                  "as large as {:.2f} in absolute value. Chapter 2 measures how the spread of such sums "
-                  "grows with d_k, and why attention divides them by sqrt(d_k) = {:.2f}.",
-                  o.d_k, scores.cwiseAbs().maxCoeff(), std::sqrt(double(o.d_k))));
+  say(fmt::format("Entry [i, j] is the dot product of query i with key j: {}, here as large as {:.2f} in "
+                  "absolute value. Chapter 2 measures how the spread of such sums grows with d_k, and why "
+                  "attention divides them by sqrt(d_k) = {:.2f}.",
+                  o.d_k == 1 ? std::string("with d_k = 1 a single product")
+                             : fmt::format("a sum of {} products", o.d_k),
+                  scores.cwiseAbs().maxCoeff(), std::sqrt(double(o.d_k))));
 
   // ---------------------------------------------------------------------
   step(7, "The same steps at toy size: d_model 8, d_k 4");

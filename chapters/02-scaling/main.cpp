@@ -283,10 +283,22 @@ void run(int argc, char** argv) {
   // How often chance alone makes the largest of N independent misses at
   // least this big: 1 - (1 - P(|z| >= w))^N, with P(|z| >= w) = erfc(w / sqrt 2).
   const double p_worst = 1.0 - std::pow(1.0 - std::erfc(worst_sigma / std::sqrt(2.0)), double(m.d_k.size()));
-  say(fmt::format("The raw variance doubles with every doubling of d_k; the scaled one stays at 1. The "
-                  "largest miss is {:.2f} standard errors; with {} independent row{}, chance alone gives a "
-                  "miss at least that large in {:.0f}% of runs (try other --seed values).",
-                  worst_sigma, m.d_k.size(), m.d_k.size() == 1 ? "" : "s", 100.0 * p_worst));
+  // Said from the table: what theory predicts, and whether these rows agree.
+  std::string verdict = m.d_k.size() > 1
+                            ? "In theory the raw variance doubles with every doubling of d_k and the scaled one "
+                              "stays at 1. "
+                            : fmt::format("In theory the raw variance is d_k = {} and the scaled one 1. ",
+                                          m.d_k.front());
+  verdict += fmt::format("The largest miss here is {:.2f} standard errors", worst_sigma);
+  if (o.samples >= 30)
+    verdict += fmt::format("; with {} independent row{}, chance alone gives a miss at least that large in {:.0f}% "
+                           "of runs (try other --seed values).",
+                           m.d_k.size(), m.d_k.size() == 1 ? "" : "s", 100.0 * p_worst);
+  else
+    verdict += fmt::format(", but with {} samples a variance estimate is too rough for that yardstick (it assumes "
+                           "many samples): use --samples 1000 or more to see the law.",
+                           o.samples);
+  say(verdict);
 
   // ---------------------------------------------------------------------
   const int64_t hist_d_k = std::min(kHistogramDk, o.max_d_k);
@@ -343,12 +355,28 @@ void run(int argc, char** argv) {
     fmt::print("  {:>5} | {:>10.4f} {:>11.4f} | {:>10.4f} {:>11.4f} | {:>10.2f} {:>11.2f}\n", d_k, first_raw,
                first_scaled, raw_mean, scaled_mean, first_std, std::sqrt(double(d_k)));
   }
-  say(fmt::format(
-      "Without scaling, the rows tighten towards one-hot as d_k grows (mean largest weight {:.3f} at d_k = "
-      "{}): softmax puts nearly all the weight on one key, and its gradient with respect to the other "
-      "scores is close to 0, so they stop learning. With scaling the rows look the same at every d_k "
-      "(about {:.2f}). Chapter 3 measures that gradient.",
-      m.raw_largest.back(), o.max_d_k, m.scaled_largest.back()));
+  if (m.d_k.size() < 2) {
+    say(fmt::format("Only d_k = {} was measured, so there is no trend to see: --max-d-k 1024 shows how the largest "
+                    "weight grows with d_k without scaling. Chapter 3 measures softmax's gradient.",
+                    m.d_k.front()));
+  } else {
+    const double first = m.raw_largest.front(), last = m.raw_largest.back();
+    const auto [lo, hi] = std::minmax_element(m.scaled_largest.begin(), m.scaled_largest.end());
+    std::string text = fmt::format("Without scaling, the mean largest weight goes from {:.3f} at d_k = {} to {:.3f} "
+                                   "at d_k = {}",
+                                   first, m.d_k.front(), last, m.d_k.back());
+    if (last > 0.95)
+      text += ": softmax puts nearly all the weight on one key, and its gradient with respect to the other scores "
+              "is close to 0, so they stop learning.";
+    else if (last > first)
+      text += ": the rows tighten towards one-hot, and softmax's gradient with respect to the other scores "
+              "shrinks as they do (larger d_k makes it worse).";
+    else
+      text += ".";
+    text += fmt::format(" With scaling it stays between {:.3f} and {:.3f}. Chapter 3 measures that gradient.", *lo,
+                        *hi);
+    say(text);
+  }
 
   gap();
   fmt::print("  Back to the running example, row by row (d_k = {}):\n", o.d_k);

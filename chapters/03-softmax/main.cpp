@@ -222,10 +222,12 @@ void run(int argc, char** argv) {
                fmt::join(sums.begin() + long(at), sums.begin() + long(std::min(at + 6, sums.size())), "  "));
   fmt::print("  column sums  {}   (columns are not distributions)\n",
              row_str(Matrix(weights.colwise().sum()), 0, 4));
-  say(fmt::format("  Every row sums to 1 up to float32 rounding, every weight is positive. Untrained, the "
-                  "weights are spread out: the largest is {:.4f}, against 1/{} = {:.4f} for a perfectly "
-                  "uniform row.",
-                  weights.maxCoeff(), seq_len, 1.0 / double(seq_len)));
+  if (seq_len == 1)
+    say("  With a single key the only weight is 1: softmax has nothing to choose between.");
+  else
+    say(fmt::format("  Every row sums to 1 up to float32 rounding, every weight is positive. The largest weight "
+                    "is {:.4f}, against 1/{} = {:.4f} for a perfectly uniform row and 1 for a one-hot one.",
+                    weights.maxCoeff(), seq_len, 1.0 / double(seq_len)));
 
   // ---------------------------------------------------------------------
   step(3, "The output: weights times values");
@@ -393,14 +395,18 @@ void run(int argc, char** argv) {
   }
   double worst_scaled_dead = 0;
   for (const NormRow& r : norms) worst_scaled_dead = std::max(worst_scaled_dead, r.scaled_dead);
-  say(fmt::format("\n  Unscaled, the scores' spread grows like sqrt(d_k) (chapter 2), the largest weight heads for "
-                  "1, and the Jacobian, the only path by which a gradient reaches the scores and through them Q "
-                  "and K, shrinks from {:.4f} at d_k = 4 to {:.4f} at d_k = 1024, {:.1f} times less. The mean "
+  const double shrink = norms.back().raw_norm > 0 ? norms.front().raw_norm / norms.back().raw_norm : 0.0;
+  double scaled_lo = norms.front().scaled_norm, scaled_hi = scaled_lo;
+  for (const NormRow& r : norms) scaled_lo = std::min(scaled_lo, r.scaled_norm), scaled_hi = std::max(scaled_hi, r.scaled_norm);
+  say(fmt::format("\n  Unscaled, the scores' spread grows like sqrt(d_k) (chapter 2), the largest weight tends "
+                  "towards 1, and the Jacobian, the only path by which a gradient reaches the scores and through "
+                  "them Q and K, shrinks from {:.4f} at d_k = 4 to {:.4f} at d_k = 1024, {}. The mean "
                   "hides how uneven it is: at d_k = 1024, {:.0f}% of the rows have ||J||_F < {} and pass "
-                  "practically nothing back. Scaled, the scores keep variance 1, and the norm stays near {:.2f} "
-                  "at every d_k, with {}.",
-                  norms.front().raw_norm, norms.back().raw_norm, norms.front().raw_norm / norms.back().raw_norm,
-                  100 * norms.back().raw_dead, kDead, norms.back().scaled_norm,
+                  "practically nothing back. Scaled, the scores keep variance 1, and the norm stays between {:.2f} "
+                  "and {:.2f} at every d_k, with {}.",
+                  norms.front().raw_norm, norms.back().raw_norm,
+                  shrink > 0 ? fmt::format("{:.1f} times less", shrink) : std::string("to nothing measurable"),
+                  100 * norms.back().raw_dead, kDead, scaled_lo, scaled_hi,
                   worst_scaled_dead == 0 ? std::string("not one row that small")
                                          : fmt::format("at most {:.1f}% of rows that small", 100 * worst_scaled_dead)));
 
@@ -418,10 +424,12 @@ void run(int argc, char** argv) {
   for (size_t at = 0; at < broken.size(); at += 6)
     fmt::print("  {}  {}\n", at == 0 ? "row sums   " : "           ",
                fmt::join(broken.begin() + long(at), broken.begin() + long(std::min(at + 6, broken.size())), "  "));
-  if (seq_len == 1) say("  (With a single token nothing comes after it, so nothing is hidden: try a longer --text.)");
-  say("  The first query keeps only its own weight, so its output is a shrunken value vector, not an average; "
-      "only the last row, which lost nothing, still sums to 1. The right way is to set the scores to -inf "
-      "before softmax (step 5 showed that gives exact zeros and rows that still sum to 1): chapter 5.");
+  if (seq_len == 1)
+    say("  (With a single token nothing comes after it, so nothing is hidden: try a longer --text.)");
+  else
+    say("  The first query keeps only its own weight, so its output is a shrunken value vector, not an average; "
+        "only the last row, which lost nothing, still sums to 1. The right way is to set the scores to -inf "
+        "before softmax (step 5 showed that gives exact zeros and rows that still sum to 1): chapter 5.");
 
   // ---------------------------------------------------------------------
   step(10, "Two numbers to describe attention: entropy and focus");
@@ -446,8 +454,13 @@ void run(int argc, char** argv) {
     fmt::print("  check: a uniform row gives H = {:.4f}, focus {:.4f}; a one-hot row H = {:.4f}, focus {:.4f}\n",
                row_entropy(uniform)[0], focus(uniform), row_entropy(one_hot)[0], focus(one_hot));
   }
-  say("  The untrained weights are close to uniform: high entropy, low focus. Chapter 7 trains the projections "
-      "and watches both move.");
+  if (seq_len == 1)
+    say("  With one key every row is one-hot and uniform at once: entropy 0, focus 1. Chapter 7 trains the "
+        "projections and watches both move on longer inputs.");
+  else
+    say(fmt::format("  Untrained, the mean entropy is {:.0f}% of the uniform bound and the focus {:.1f} times the "
+                    "uniform 1/{}. Chapter 7 trains the projections and watches both move.",
+                    100 * mean_h / bound, focus(weights) * double(seq_len), seq_len));
 
   gap();
   fmt::print("Drawing figures\n");

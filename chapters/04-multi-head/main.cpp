@@ -209,9 +209,12 @@ void run(int argc, char** argv) {
   print_tensor("Q = X W_q + b_q", Q, {1, seq_len, d_model}, wide);
   print_shape("K = X W_k + b_k", {1, seq_len, d_model});
   print_shape("V = X W_v + b_v", {1, seq_len, d_model});
-  say(fmt::format("One product with a ({0}, {0}) matrix, chapter 1's project_qkv, instead of {1} products with "
-                  "({0}, {2}) matrices. The result is the same: column j of Q depends only on column j of W_q.",
-                  d_model, n_heads, d_k));
+  if (n_heads > 1)
+    say(fmt::format("One product with a ({0}, {0}) matrix, chapter 1's project_qkv, instead of {1} products with "
+                    "({0}, {2}) matrices. The result is the same: column j of Q depends only on column j of W_q.",
+                    d_model, n_heads, d_k));
+  else
+    say("With one head this is exactly chapter 1's projection; with more heads it would still be one product.");
 
   // ---------------------------------------------------------------------
   step(3, "Split into heads: a view of the same numbers");
@@ -225,7 +228,7 @@ void run(int argc, char** argv) {
   strides_line(fmt::format(".view(1, {}, {}, {})", seq_len, n_heads, d_k), {1, seq_len, n_heads, d_k},
                {seq_len * d_model, d_model, d_k, 1});
   strides_line(".transpose(1, 2)", {1, n_heads, seq_len, d_k}, {seq_len * d_model, d_k, d_model, 1});
-  say(fmt::format("That is PyTorch's split: the view cuts each row of {} numbers into {} pieces of {}, the "
+  say(fmt::format("That is PyTorch's split: the view cuts each row of {} numbers into {} piece(s) of {}, the "
                   "transpose swaps the seq and head dimensions. Neither moves a number; only the strides change. "
                   "Element [b, h, s, d] lives at offset b*{} + h*{} + s*{} + d of Q's storage.",
                   d_model, n_heads, d_k, seq_len * d_model, d_k, d_model));
@@ -269,9 +272,14 @@ void run(int argc, char** argv) {
   Tensor4 head_out(1, n_heads, seq_len, d_k);
   for (int64_t h = 0; h < n_heads; ++h) scores.view(0, h) = scaled_scores(Q_h.view(0, h), K_h.view(0, h));
   print_shape("scores", scores.shape(), "(batch, n_heads, seq_q, seq_k)");
-  say(fmt::format("Chapter 2's scaled_scores once per head. Each dot product now has d_k = {} terms, so the "
-                  "scale is sqrt({}) = {:.4f}, not sqrt(d_model) = {:.4f}.",
-                  d_k, d_k, std::sqrt(double(d_k)), std::sqrt(double(d_model))));
+  if (n_heads > 1)
+    say(fmt::format("Chapter 2's scaled_scores once per head. Each dot product now has d_k = {} terms, so the "
+                    "scale is sqrt({}) = {:.4f}, not sqrt(d_model) = {:.4f}.",
+                    d_k, d_k, std::sqrt(double(d_k)), std::sqrt(double(d_model))));
+  else
+    say(fmt::format("Chapter 2's scaled_scores. With one head d_k = d_model = {}, so the scale is sqrt({}) = {:.4f}, "
+                    "as in chapter 2.",
+                    d_k, d_k, std::sqrt(double(d_k))));
   print_labelled("scores[0, 0]", scores.view(0, 0), tokens, tokens);
   fmt::print("\n  {:>6}  {:>9}  {:>9}  {:>9}\n", "head", "min", "max", "std");
   for (int64_t h = 0; h < n_heads && h < kMaxPanels; ++h) {
@@ -296,9 +304,12 @@ void run(int argc, char** argv) {
     print_labelled(fmt::format("weights[0, {}]", h), weights.view(0, h), tokens, tokens);
   if (n_heads > printed_heads) fmt::print("  ... ({} more heads)\n", n_heads - printed_heads);
   fmt::print("  every row of every head sums to 1: largest |row sum - 1| = {:.1e}\n", worst_sum);
-  say(fmt::format("{} separate attention patterns over the same {} tokens, one per head: a pair of tokens now "
-                  "gets {} weights instead of one, each decided in its own {}-dimensional subspace.",
-                  n_heads, seq_len, n_heads, d_k));
+  if (n_heads > 1)
+    say(fmt::format("{} separate attention patterns over the same {} tokens, one per head: a pair of tokens now "
+                    "gets {} weights instead of one, each decided in its own {}-dimensional subspace.",
+                    n_heads, seq_len, n_heads, d_k));
+  else
+    say("One head, one attention pattern: chapter 3's, over all the columns.");
 
   // ---------------------------------------------------------------------
   step(6, "Per-head outputs: weights_h V_h");
@@ -324,9 +335,12 @@ void run(int argc, char** argv) {
   step(8, "The output projection W_o");
   const Matrix output = linear(combined, params.W_o);
   print_tensor("output = combined W_o + b_o", output, {1, seq_len, d_model}, wide);
-  say(fmt::format("Up to here no head has seen another head's numbers. W_o is where they meet: every output "
-                  "column is a weighted sum over all {} columns, so all {} heads.",
-                  d_model, n_heads));
+  if (n_heads > 1)
+    say(fmt::format("Up to here no head has seen another head's numbers. W_o is where they meet: every output "
+                    "column is a weighted sum over all {} columns, so all {} heads.",
+                    d_model, n_heads));
+  else
+    say(fmt::format("Every output column is a weighted sum over all {} columns of the one head's output.", d_model));
 
   // ---------------------------------------------------------------------
   step(9, "All of it in one call: multi_head_attention");
@@ -372,8 +386,8 @@ void run(int argc, char** argv) {
              1.0 / double(seq_len));
   say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} keys can have) and focus, the mean "
                   "largest weight (1/{} = {:.4f} for uniform rows, 1 for one-hot). The last row but one is "
-                  "chapter 3's single attention over all {} columns, for comparison. Untrained, every head is "
-                  "close to uniform and they differ only by chance. Training is what makes them specialise: the "
+                  "chapter 3's single attention over all {} columns, for comparison. Untrained, the weights "
+                  "are drawn at random, so whatever differs between heads is chance. Training is what makes them specialise: the "
                   "source report measured, after 20 epochs, one head's entropy falling by 64% while its focus "
                   "rose by 125%, and another head becoming more uniform instead. Chapter 7 trains.",
                   seq_len, log_n, seq_len, seq_len, 1.0 / double(seq_len), d_model));
@@ -399,7 +413,7 @@ void run(int argc, char** argv) {
                4 * d_model * d_model, fmt::format("{} x {}^2 x {} = {}", h, seq_len, dk, h * seq_len * seq_len * dk),
                h == n_heads ? "   <- this run" : h == 1 ? "   <- one head of width d_model" : "");
   }
-  say(fmt::format("{} heads of {} and one head of {} have the same {} parameters: multi-head attention does not "
+  say(fmt::format("{} head(s) of {} and one head of {} have the same {} parameters: multi-head attention does not "
                   "add weights, it regroups them. The work of the scores is the same too (n_heads x seq^2 x d_k "
                   "= seq^2 x d_model multiplications). What grows with the heads is the number of attention maps, "
                   "n_heads x seq^2 weights, and what each map can express: one routing decision per head.",
@@ -524,8 +538,10 @@ void run(int argc, char** argv) {
              (batched.output.topRows(seq_len) - mh.output).cwiseAbs().maxCoeff());
   say("The sequences share the parameters and nothing else: weights are computed inside each (sequence, head) "
       "pair, so no token ever attends to another sequence, and adding sequences to the batch changes no "
-      "sequence's result. (The tiny differences above are float32 rounding: a product over more rows may be "
-      "summed in another order.)");
+      "sequence's result.");
+  if (seq0 > 0)
+    say("(The tiny differences above are float32 rounding: a product over more rows may be summed in another "
+        "order.)");
 
   gap();
   fmt::print("Drawing figures\n");

@@ -370,6 +370,10 @@ void run(int argc, char** argv) {
     fmt::print("  {:>8}  {:>22.4f}  {:>22.4f}  {:>24.1e}\n", tokens[size_t(i)], zsum,
                weights.row(i).cast<double>().sum(), diff);
   }
+  if (seq_len == 1)
+    say("With a single token nothing lies in the future, so zeroing after the softmax removes nothing: the one "
+        "weight stays 1 either way.");
+  else
   say(
       fmt::format("Zeroing after the softmax leaves each query with only the share it happened to give the past: "
                   "row 0 keeps {:.4f}, so its output is V[0] shrunk to {:.0f}% instead of V[0] itself. Dividing each "
@@ -382,7 +386,7 @@ void run(int argc, char** argv) {
   step(6, fmt::format("Multi-head causal attention: {} heads of d_k = {}", o.n_heads, d_k));
   say("Chapter 4's multi_head_attention takes the attention of one head as a callback. Passing one that calls "
       "masked_attention with the causal mask makes every head causal; the (seq, seq) mask is shared by all heads, "
-      "as PyTorch broadcasts a (6, 6) mask over (batch, heads, 6, 6).");
+      "as PyTorch broadcasts a (seq, seq) mask over (batch, heads, seq, seq).");
   const Matrix Q_all = linear(X, params.W_q);
   const Tensor4 Q_h = split_heads(Q_all, 1, o.n_heads);
   print_shape("X", {1, seq_len, o.d_model}, "(batch, seq, d_model)");
@@ -592,8 +596,8 @@ void run(int argc, char** argv) {
     for (int64_t i = 0; i < seq_len; ++i)
       for (int64_t j = 0; j < seq_len; ++j)
         if (!left_causal(i, j)) additive(i, j) += -1e9f;
-    fmt::print("    {}   (uniform 1/{}: it attends to the padding and the future)\n",
-               row_str(softmax_rows(additive), 0), seq_len);
+    fmt::print("    {}   (uniform 1/{}: {})\n", row_str(softmax_rows(additive), 0), seq_len,
+               seq_len > 1 ? "it attends to the padding and the future" : "its one key, the padding itself");
   }
   say("Finite, but wrong in silence: float32 cannot tell -1e9 + 0.3 from -1e9 - 0.2, so every masked score is the "
       "same number and softmax spreads the row evenly over exactly the keys it was told to ignore.");

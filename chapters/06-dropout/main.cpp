@@ -203,10 +203,14 @@ void run(int argc, char** argv) {
   // ---------------------------------------------------------------------
   step(2, fmt::format("One dropout draw in training, p = {:g}", o.p));
   say(fmt::format("Every weight is kept or dropped on its own: kept with probability 1 - p = {:g}, set to 0 with "
-                  "probability p = {:g}. The survivors are multiplied by 1/(1-p) = {}, so that on average a "
-                  "weight is unchanged: (1-p) * w/(1-p) + p * 0 = w. Scaling during training, not at evaluation, is "
-                  "what makes it \"inverted\" dropout.",
-                  1.0 - o.p, o.p, scale));
+                  "probability p = {:g}. {} Scaling during training, not at evaluation, is what makes it "
+                  "\"inverted\" dropout.",
+                  1.0 - o.p, o.p,
+                  o.p < 1.0 ? fmt::format("The survivors are multiplied by 1/(1-p) = {}, so that on average a "
+                                          "weight is unchanged: (1-p) * w/(1-p) + p * 0 = w.",
+                                          scale)
+                            : std::string("With p = 1 there are no survivors to scale (1/(1-p) would be 1/0), "
+                                          "and the average of a weight is 0, not w.")));
   say("The draw is PyTorch's: for each element in memory order, one 64-bit random number, whose low 53 bits give "
       "a uniform u in [0, 1); the element is kept when u < 1 - p. With the same seed, F.dropout(weights, p) in "
       "PyTorch drops the same weights.");
@@ -232,8 +236,12 @@ void run(int argc, char** argv) {
                double(dropped.row(i).sum()));
   }
   if (o.p == 1.0)
-    say("With p = 1 every weight is dropped, so every row sums to 0: attention hands every token nothing. "
-        "The formula below needs p < 1.");
+    say("With p = 1 every weight is dropped, so every row sums to 0: attention hands every token nothing, and "
+        "no scale 1/(1-p) exists. Try a p below 1 to see inverted dropout at work.");
+  else if (o.p == 0.0)
+    say("With p = 0 nothing is dropped and the scale is 1/(1-0) = 1: the weights pass unchanged and every row "
+        "still sums to 1. Try p = 0.1 to see inverted dropout at work.");
+  else
   say(fmt::format("sum after = (sum of the kept weights) / (1-p) = (1 - dropped weight) / (1-p). A row that lost "
                   "nothing sums to 1/(1-p) = {}; a row sums to less than 1 exactly when the weights it lost add "
                   "up to more than p = {:g}. The rows are no longer probability "
@@ -255,9 +263,15 @@ void run(int argc, char** argv) {
   fmt::print("  largest |train - eval| over the output: {:.4f}; per query: {}\n",
              (out_train - out_eval).cwiseAbs().maxCoeff(),
              row_str(Matrix((out_train - out_eval).cwiseAbs().rowwise().maxCoeff().transpose()), 0, 4));
-  say("Each training step sees a different noisy version of the output; its average over draws is the evaluation "
-      "output, because the output is linear in the weights and E[dropout(weights)] = weights. Step 4 measures that "
-      "average.");
+  if (o.p == 0.0)
+    say("With p = 0 training and evaluation give the same output: nothing was dropped.");
+  else if (o.p == 1.0)
+    say("With p = 1 training always gives 0, whatever the draw: the average over draws is 0, not the evaluation "
+        "output (E[dropout(w)] = w needs p < 1).");
+  else
+    say("Each training step sees a different noisy version of the output; its average over draws is the "
+        "evaluation output, because the output is linear in the weights and E[dropout(weights)] = weights. Step 4 "
+        "measures that average.");
 
   // ---------------------------------------------------------------------
   step(4, "Many draws: the kept fraction tends to 1 - p, the mean to the weights");
@@ -367,9 +381,15 @@ void run(int argc, char** argv) {
                   "loses every bit of context for that step. Dropping the column of '{1}' hides '{1}' from every "
                   "query at once, as if the word were missing from the sentence. Element by element, a query "
                   "loses a random p of its connections and keeps the rest; losing all {2} at once has probability "
-                  "p^{2} = {3:.1e}. That is the point: the model learns not to lean on any single connection, "
-                  "while every token still sees most of its context.",
-                  tokens[size_t(query)], tokens[size_t(key)], seq_len, std::pow(o.p, double(seq_len))));
+                  "p^{2} = {3:.1e}.{4}",
+                  tokens[size_t(query)], tokens[size_t(key)], seq_len, std::pow(o.p, double(seq_len)),
+                  o.p == 0.0 ? " (With p = 0 nothing is lost at all.)"
+                  : o.p <= 0.5
+                      ? " That is the point: the model learns not to lean on any single connection, while every "
+                        "token still sees most of its context."
+                      : fmt::format(" At p = {:g} a token keeps only {:.0f}% of its connections on average: the "
+                                    "small p of practice (0.1) is what keeps most of the context.",
+                                    o.p, 100.0 * (1.0 - o.p))));
 
   // ---------------------------------------------------------------------
   step(7, "The backward pass: the same mask, the same scale");
