@@ -3,7 +3,8 @@
 // Everything random in PyTorch's CPU backend starts from one Mersenne
 // Twister (mt19937) and is turned into numbers by a handful of small
 // formulas. Matching PyTorch therefore means three things:
-//   1. the same mt19937 stream (seeding, twisting, tempering);
+//   1. the same mt19937 stream (std::mt19937: at::mt19937 seeds, twists and
+//      tempers exactly as the standard engine does);
 //   2. the same number of raw draws per value, in the same order, so the
 //      stream advances exactly as in PyTorch (a single extra draw shifts
 //      every later number);
@@ -35,13 +36,6 @@
 namespace sa {
 
 namespace {
-
-// ---- mt19937 constants (Matsumoto & Nishimura, 1998) -----------------------
-constexpr int kStateSize = 624;  // n: words of state
-constexpr int kShift = 397;      // m: the "middle" word mixed in
-constexpr uint32_t kMatrixA = 0x9908b0dfU;
-constexpr uint32_t kUpperBit = 0x80000000U;
-constexpr uint32_t kLowerBits = 0x7fffffffU;
 
 // ---- From raw bits to a uniform number ---------------------------------------
 // A float has a 24-bit significand, so PyTorch keeps the low 24 bits of one
@@ -240,37 +234,13 @@ Generator::Generator(uint64_t seed) { manual_seed(seed); }
 
 void Generator::manual_seed(uint64_t seed) {
   seed_ = seed;  // initial_seed() reports all 64 bits, as torch.initial_seed() does...
-  seed_engine(static_cast<uint32_t>(seed & 0xffffffffU));  // ...but mt19937 only uses the low 32
+  // ...but mt19937 only uses the low 32, seeded with Knuth's initialisation as
+  // std::mt19937 and at::mt19937 both do.
+  engine_.seed(static_cast<uint32_t>(seed & 0xffffffffU));
   next_double_normal_.reset();  // a cached Box-Muller sample would leak across seeds
 }
 
-void Generator::seed_engine(uint32_t seed) {
-  // Knuth's initialisation, as in std::mt19937 and at::mt19937.
-  mt_[0] = seed;
-  for (int i = 1; i < kStateSize; ++i) {
-    const uint32_t prev = mt_[i - 1];
-    mt_[i] = 1812433253U * (prev ^ (prev >> 30)) + static_cast<uint32_t>(i);  // wraps mod 2^32
-  }
-  mti_ = kStateSize;  // the first draw twists the whole state
-}
-
-uint32_t Generator::next_mt() {
-  if (mti_ >= kStateSize) {
-    // Twist: regenerate all 624 words at once.
-    for (int i = 0; i < kStateSize; ++i) {
-      const uint32_t y = (mt_[i] & kUpperBit) | (mt_[(i + 1) % kStateSize] & kLowerBits);
-      mt_[i] = mt_[(i + kShift) % kStateSize] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-    }
-    mti_ = 0;
-  }
-  // Tempering: spreads the state bits over the output word.
-  uint32_t y = mt_[mti_++];
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= y >> 18;
-  return y;
-}
+uint32_t Generator::next_mt() { return static_cast<uint32_t>(engine_()); }
 
 uint32_t Generator::random() { return next_mt(); }
 

@@ -9,9 +9,9 @@
 
 #include "sa/tensor.hpp"
 
-#include <array>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace sa {
@@ -54,13 +54,15 @@ class Generator {
   std::vector<int64_t> randperm(int64_t n);
 
  private:
-  void seed_engine(uint32_t seed);
   uint32_t next_mt();
   double normal_double();  // one sample of at::normal_distribution<double>
 
   uint64_t seed_ = kDefaultSeed;
-  std::array<uint32_t, 624> mt_{};
-  int mti_ = 624;
+  // The standard engine is PyTorch's: at::mt19937 seeds, twists and tempers
+  // exactly as std::mt19937 does (tests/common/test_rng.cpp checks the
+  // reference outputs and every PyTorch fixture), so only what PyTorch does
+  // with the draws is written here.
+  std::mt19937 engine_;
   std::optional<double> next_double_normal_;
 };
 
