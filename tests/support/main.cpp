@@ -100,7 +100,11 @@ std::string describe(const Catch::AssertionStats& stats) {
     }
   } else if (r.getResultType() == Catch::ResultWas::ThrewException) {
     const std::string what = r.getMessage();
-    if (throws_as && !starts_with(what, "not implemented yet:")) {
+    if (starts_with(what, "crashed:")) {
+      // `throw 42` is the same mistake whether or not a throws-check caught it.
+      message = what;
+      if (throws_as) message += " (where " + call_and_type(r.getExpression()).second + " was expected)";
+    } else if (throws_as && !starts_with(what, "not implemented yet:")) {
       auto [call, type] = call_and_type(r.getExpression());
       message = "expected " + type + " from " + call + ": " + (starts_with(what, "threw ") ? what : "threw " + what);
     } else if (starts_with(what, "not implemented yet:") || starts_with(what, "crashed:") || starts_with(what, "threw ")) {

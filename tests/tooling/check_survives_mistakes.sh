@@ -10,6 +10,9 @@
 # every test case of each suite, and name each crashed or hung test case and
 # what happened to it. Finally --watch re-runs on a change and stops on Ctrl-C.
 set -euo pipefail
+# The copy is built as a reader's is: CI's -Werror would turn a reader's
+# harmless warning into "does not compile".
+unset CI
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -27,7 +30,7 @@ inject() {  # file, line that opens the function, statement to put first in it
   grep -q "^$2" "$1" || { echo "cannot find '$2' in $1"; exit 1; }
   sed -i "/^$2/a\\  $3" "$1"
 }
-inject "$B/exercises/03-softmax/softmax.cpp" 'std::vector<double> row_entropy(' 'for (volatile int spin = 0;; spin = spin + 1) {}'
+inject "$B/exercises/03-softmax/softmax.cpp" 'std::vector<double> row_entropy(' 'static volatile int spin = 0; while (spin == 0) {}'
 inject "$B/exercises/03-softmax/softmax.cpp" 'double focus(' '{ volatile int* nowhere = nullptr; *nowhere = 1; }'
 inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' 'std::abort();'
 sed -i 's/result.output = result.weights \* V;/result.output = 2 * result.weights * V;/' "$B/exercises/03-softmax/softmax.cpp"
@@ -60,7 +63,8 @@ names() { { "$B/build/tests/test_$1_exercises" --list-test-names-only "$2" || tr
 count() { names "$1" "$2" | grep -c . || true; }
 total3=$(count 03 ''); hang3=$(count 03 '[row_entropy]')
 crash3=$(( $(count 03 '[focus]') + $(count 03 '[softmax_backward]') ))
-wrong3=$(count 03 '[attention]')
+# (attention's doubled output fails every attention test but the refusals)
+wrong3=$(names 03 '[attention]' | grep -vc 'refused' || true)
 pass3=$(( total3 - hang3 - crash3 - wrong3 ))
 expect "03-softmax           …  in progress   $pass3/$total3 tests, $wrong3 failed, $crash3 crashed, $hang3 timed out" "chapter 3's counts"
 total5=$(count 05 ''); crash5=$(( $(count 05 '[mask_and]') + $(count 05 '[padding_masks]') ))
