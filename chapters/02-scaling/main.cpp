@@ -174,7 +174,7 @@ void run(int argc, char** argv) {
   Cli cli("02-scaling",
           "Chapter 2: the scores Q K^T and why attention divides them by sqrt(d_k), measured on random "
           "vectors for d_k = 4 ... max-d-k, with a preview of what unscaled scores do to softmax.");
-  cli.add("--text", &o.text, "the sentence of the running example (words split on spaces)");
+  cli.add("--text", &o.text, "the sentence of the running example (words split on spaces, at most 64 words)");
   cli.add("--d-model", &o.d_model, "width of a token vector in the running example", IntRange{1, 4096});
   cli.add("--d-k", &o.d_k, "width of a query/key vector in the running example", IntRange{1, 4096});
   cli.add("--samples", &o.samples, "dot products drawn per d_k in the experiment", IntRange{2, 10'000'000});
@@ -184,7 +184,7 @@ void run(int argc, char** argv) {
   check_options(o);
 
   // Before any output, so a text without words is one line, not half a page.
-  const auto tokens = tokenize(o.text);
+  const auto tokens = tokenize_text(o.text);
   Figures figures(cli);
   const PrintOptions wide{.max_cols = 8};
 

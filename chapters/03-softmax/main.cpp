@@ -158,7 +158,7 @@ void run(int argc, char** argv) {
   Cli cli("03-softmax",
           "Chapter 3: turn scaled scores into attention weights with a numerically stable softmax, compute "
           "attention(Q, K, V), and look at softmax's temperature, gradient and the entropy and focus metrics.");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces)");
+  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
   cli.add("--d-model", &o.d_model, "width of a token vector", IntRange{1, 4096});
   cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
   cli.add("--temperature", &o.temperature, "the temperature T highlighted in step 6 (softmax(x / T))",
@@ -172,7 +172,7 @@ void run(int argc, char** argv) {
       throw UsageError(fmt::format("--temperature {} is too small: x / T overflows float32", o.temperature));
 
   // Refuse a text without words before printing anything.
-  const auto tokens = tokenize(o.text);
+  const auto tokens = tokenize_text(o.text);
   const int64_t seq_len = int64_t(tokens.size());
 
   Figures figures(cli);

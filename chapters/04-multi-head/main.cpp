@@ -165,7 +165,7 @@ void run(int argc, char** argv) {
   Cli cli("04-multi-head",
           "Chapter 4: multi-head attention, one shape at a time: split Q, K and V into heads, attend in each head, "
           "combine, project with W_o; then the parameter count, the einsum reading, cross-attention and a batch.");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces)");
+  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
   cli.add("--d-model", &o.d_model, "width of a token vector (divisible by --n-heads)", IntRange{1, 4096});
   cli.add("--n-heads", &o.n_heads, "number of attention heads; each gets d_k = d_model / n_heads", IntRange{1, 4096});
   cli.add("--batch", &o.batch, "sequences in the batch of the last step (the sentence plus random ones)",
@@ -175,7 +175,7 @@ void run(int argc, char** argv) {
     throw UsageError(fmt::format("--d-model {} is not divisible by --n-heads {}: every head needs the same "
                                  "d_k = d_model / n_heads",
                                  o.d_model, o.n_heads));
-  const auto tokens = tokenize(o.text);  // refuses an empty text before anything prints
+  const auto tokens = tokenize_text(o.text);  // refuses an empty text before anything prints
   const int64_t seq_len = int64_t(tokens.size()), d_model = o.d_model, n_heads = o.n_heads;
   const int64_t d_k = d_model / n_heads;
 

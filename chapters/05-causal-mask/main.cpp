@@ -242,7 +242,7 @@ void run(int argc, char** argv) {
           "Chapter 5: the causal mask (-inf above the diagonal before softmax), in one head and in every head of "
           "multi-head attention; padding masks for a batch of sequences of different lengths; and what a query "
           "that may see nothing gets (zeros, never NaN).");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces)");
+  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
   cli.add("--lengths", &o.lengths,
           "comma-separated lengths of the padded batch, each from 0 to the number of tokens; auto = all, 2/3 "
           "and 1/3 of them (6,4,2 for the default text)");
@@ -255,7 +255,7 @@ void run(int argc, char** argv) {
                     "columns",
                     o.d_model, o.n_heads));
   // Refuse a bad text or bad lengths before anything prints.
-  const auto tokens = tokenize(o.text);
+  const auto tokens = tokenize_text(o.text);
   const int64_t seq_len = int64_t(tokens.size());
   const std::vector<int64_t> lengths = o.lengths == "auto"
                                            ? std::vector<int64_t>{seq_len, (2 * seq_len + 1) / 3, seq_len / 3}

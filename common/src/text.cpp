@@ -2,6 +2,8 @@
 
 #include "sa/cli.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -15,6 +17,14 @@ std::vector<std::string> tokenize(std::string_view text) {
   std::vector<std::string> tokens;
   for (std::string w; in >> w;) tokens.push_back(w);
   if (tokens.empty()) throw UsageError("the text has no tokens: give at least one word");
+  return tokens;
+}
+
+std::vector<std::string> tokenize_text(std::string_view text) {
+  std::vector<std::string> tokens = tokenize(text);
+  if (tokens.size() > kMaxTextTokens)
+    throw UsageError(fmt::format("--text has {} words; at most {} (every step prints a matrix per pair of words)",
+                                 tokens.size(), kMaxTextTokens));
   return tokens;
 }
 

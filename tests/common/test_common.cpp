@@ -174,6 +174,15 @@ TEST_CASE("tokenize and Vocabulary: first-appearance ids", "[common][text]") {
   CHECK_THROWS_AS(tokenize("   "), UsageError);
 }
 
+TEST_CASE("tokenize_text: at most kMaxTextTokens words, refused with one line before any work", "[common][text]") {
+  std::string words;
+  for (std::size_t i = 0; i < kMaxTextTokens; ++i) words += "w ";
+  CHECK(tokenize_text(words).size() == kMaxTextTokens);
+  CHECK_THROWS_WITH(tokenize_text(words + "one-too-many"),
+                    "--text has 65 words; at most 64 (every step prints a matrix per pair of words)");
+  CHECK_THROWS_AS(tokenize_text("   "), UsageError);
+}
+
 TEST_CASE("make_linear draws within nn.Linear's bound, in (d_in, d_out) layout", "[common][nn]") {
   Generator gen(0);
   const Linear l = make_linear(gen, 16, 3);

@@ -4,6 +4,7 @@
 // "the cat sat on the mat" share id 0 (and therefore an embedding row).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,6 +15,15 @@ namespace sa {
 // Lower-cases and splits on white space; throws UsageError when the text has
 // no words.
 std::vector<std::string> tokenize(std::string_view text);
+
+// The longest --text a chapter program takes: every step prints (token,
+// token) matrices, so output grows with the square of the length (1,000
+// words printed 65 MB).
+inline constexpr std::size_t kMaxTextTokens = 64;
+
+// tokenize() for a chapter's --text: also refuses more than kMaxTextTokens
+// words, with one line, before anything is allocated or printed.
+std::vector<std::string> tokenize_text(std::string_view text);
 
 class Vocabulary {
  public:
