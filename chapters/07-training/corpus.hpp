@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -39,6 +41,12 @@
 namespace sa {
 
 inline constexpr std::string_view kEndToken = ".";
+
+// The limits of a corpus (said in chapter 7's --help): at most 1 MiB of
+// text, 10,000 sentences, 32 words a sentence.
+inline constexpr std::uintmax_t kMaxCorpusBytes = 1 << 20;
+inline constexpr std::size_t kMaxCorpusSentences = 10000;
+inline constexpr std::size_t kMaxSentenceWords = 32;
 
 struct Corpus {
   Vocabulary vocab;                              // words by first appearance, "." included
@@ -59,6 +67,11 @@ inline Corpus parse_corpus(std::string_view text, const std::string& name) {
     const auto start = line.find_first_not_of(" \t\r");
     if (start == std::string::npos || line[start] == '#') continue;
     std::vector<std::string> w = tokenize(line);
+    if (w.size() > kMaxSentenceWords)
+      throw UsageError(fmt::format("corpus '{}': sentence {} has {} words; at most {}", name, words.size() + 1,
+                                   w.size(), kMaxSentenceWords));
+    if (words.size() == kMaxCorpusSentences)
+      throw UsageError(fmt::format("corpus '{}' has more than {} sentences", name, kMaxCorpusSentences));
     w.emplace_back(kEndToken);
     words.push_back(std::move(w));
   }
@@ -71,10 +84,26 @@ inline Corpus parse_corpus(std::string_view text, const std::string& name) {
   return c;
 }
 
+// What --corpus accepts: a regular text file (checked before anything is
+// read whole, so a folder, a FIFO, a binary or a huge file gets one line,
+// not a hang or gigabytes of memory); the sentence limits are parse_corpus's.
 inline Corpus load_corpus(const std::string& path) {
-  std::ifstream in(path);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw UsageError(fmt::format("corpus '{}': no such file", path));
+  if (!fs::is_regular_file(st))
+    throw UsageError(fmt::format("corpus '{}' is not a regular file (a folder, a pipe or a device)", path));
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw UsageError(fmt::format("corpus '{}': {}", path, ec.message()));
+  if (size > kMaxCorpusBytes)
+    throw UsageError(fmt::format("corpus '{}' has {} bytes; at most {} (1 MiB)", path, size, kMaxCorpusBytes));
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("corpus '{}': cannot open it", path));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (unsigned char c : text)
+    if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t'))
+      throw UsageError(fmt::format("corpus '{}' is not a text file (it holds control byte 0x{:02x})", path, c));
   return parse_corpus(text, path);
 }
 

@@ -217,7 +217,8 @@ void run(int argc, char** argv) {
   cli.add("--layers", &o.layers, "reversal: transformer blocks", IntRange{1, 16});
   cli.add("--sample", &o.sample, "reversal: held-out sample shown and drawn", IntRange{0, 100000});
   cli.add("--corpus", &o.corpus,
-          "corpus: the sentence file, one sentence a line (default: chapters/07-training/corpus.txt)");
+          "corpus: the sentence file, one sentence a line; a text file of at most 1 MiB, 10000 sentences "
+          "and 32 words a sentence (default: chapters/07-training/corpus.txt)");
   cli.add("--text", &o.text, "corpus: the sentence whose attention is shown and drawn");
   cli.add("--corpus-epochs", &o.corpus_epochs, "corpus: passes over the training sentences", IntRange{1, 100000});
   cli.add("--corpus-batch", &o.corpus_batch, "corpus: sentences per training step (at most)", IntRange{1, 100000});
