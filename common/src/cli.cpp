@@ -65,6 +65,7 @@ void Cli::add(const std::string& flag, int64_t* target, const std::string& help,
                           throw UsageError(fmt::format("{} must be {}, got '{}'", flag, describe(range), v));
                         *target = x;
                       }});
+  options_.back().limits = describe(range);
 }
 
 void Cli::add(const std::string& flag, double* target, const std::string& help, RealRange range) {
@@ -82,6 +83,7 @@ void Cli::add(const std::string& flag, double* target, const std::string& help, 
                           throw UsageError(fmt::format("{} must be {}, got '{}'", flag, describe(range), v));
                         *target = x;
                       }});
+  options_.back().limits = describe(range);
 }
 
 void Cli::add(const std::string& flag, std::string* target, const std::string& help) {
@@ -103,8 +105,9 @@ void Cli::print_help() const {
   fmt::print("\noptions:\n");
   for (const auto& o : options_) {
     const std::string lhs = o.takes_value ? o.flag + " VALUE" : o.flag;
-    const std::string dflt =
+    std::string dflt =
         o.default_text.empty() ? "" : fmt::format(" (default: {})", o.flag == "--plots-dir" ? "build/plots/" + chapter_ + "; ./book plots draws the committed plots/" + chapter_ : o.default_text);
+    if (!o.limits.empty()) dflt += "; " + o.limits;
     fmt::print("  {:<22} {}{}\n", lhs, o.help, dflt);
   }
 }

@@ -66,6 +66,7 @@ class Cli {
     std::string flag, help, default_text;
     bool takes_value = true;
     std::function<void(const std::string&)> set;
+    std::string limits = {};  // what a value may be, for --help: "an integer in [1, 4096]"
   };
   void print_help() const;
   std::string chapter_, summary_, program_;
