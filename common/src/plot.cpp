@@ -64,6 +64,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -805,16 +806,10 @@ std::string cell_text(float v, int decimals) {
 // width/height: the pixels this panel occupies; id: unique datablock suffix;
 // base_pt: font size of tic labels (titles are a little larger).
 // scale: the panel's share of the page ("1,1", or "0.25,0.47" in a grid).
-// In a grid, every panel gets the same label rotation (and, when lmargin is
-// set, the same margins in character widths), so that matrices of one shape
-// draw at one size whatever their labels.
-struct SharedLayout {
-  int rotate = 0;
-  double lmargin = 0, rmargin = 0, bmargin = 0, tmargin = 0;
-};
-
+// rotate: in a grid, one key-label rotation for every panel (else the panel
+// decides), so that matrices of one shape draw at one size.
 void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, double height, double base_pt,
-                   const std::string& scale_xy = "1,1", const SharedLayout* shared = nullptr) {
+                   const std::string& scale_xy = "1,1", std::optional<int> rotate_labels = std::nullopt) {
   const auto rows = static_cast<std::size_t>(h.values.rows());
   const auto cols = static_cast<std::size_t>(h.values.cols());
   const ColourScale scale = heatmap_scale(h);
@@ -828,7 +823,7 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // Rotate the key labels when they would not fit side by side.
   const double xlab_slot = est_cell_w * static_cast<double>(tic_stride(!h.col_labels.empty(), cols));
   const int rotate =
-      shared ? shared->rotate : xlab_chars * char_px > 0.9 * xlab_slot ? (cols > 24 ? 90 : 45) : 0;
+      rotate_labels ? *rotate_labels : xlab_chars * char_px > 0.9 * xlab_slot ? (cols > 24 ? 90 : 45) : 0;
   const double xlab_h = rotate ? std::min<double>(xlab_chars, 16) * char_px * (rotate == 90 ? 1.0 : 0.72) + 12 : 24;
   const double est_cell_h = (height - 110.0 - xlab_h) / static_cast<double>(rows);
   const double cell_px = std::max(1.0, std::min(est_cell_w, est_cell_h));
@@ -854,10 +849,6 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // Tic labels take the border's colour unless told otherwise.
   s += "set border 15 lw 1 lc rgb '#808080'\nset tics scale 0 textcolor rgb '#1a1a1a'\n";
   s += "set size ratio -1 " + scale_xy + "\n";  // square cells
-  if (shared && shared->lmargin > 0) {
-    s += fmt::format("set lmargin {:.1f}\nset rmargin {:.1f}\nset bmargin {:.1f}\nset tmargin {:.1f}\n",
-                     shared->lmargin, shared->rmargin, shared->bmargin, shared->tmargin);
-  }
   // The title is centred on the square plot area; about width - 90 px fit.
   s += title_command(h.title, width - 90.0, base_pt + 3, base_pt);
   s += fmt::format("set xlabel {} font ',{}'\nset ylabel {} font ',{}'\n", gq(h.xlabel), base_pt + 1, gq(h.ylabel),
@@ -1036,9 +1027,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   // left to the overall title.
   const double top = 1.0 - static_cast<double>(title_px) / height;
   const double pw = 1.0 / cols, ph = top / rows;
-  // One rotation and one set of margins for every panel: the longest labels
-  // of any panel decide (margins in character widths of the tic font).
-  SharedLayout shared;
+  // One label rotation for every panel: the longest labels of any panel decide.
   std::size_t ylab_chars = 1, xlab_chars = 1, max_cols = 1;
   for (const Heatmap& h : panels) {
     const auto n_rows = static_cast<std::size_t>(h.values.rows()), n_cols = static_cast<std::size_t>(h.values.cols());
@@ -1048,7 +1037,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   }
   const double char_px = 0.62 * pt * kPxPerPt;
   const double cell_w = (panel_px - 200.0 - ylab_chars * char_px) / static_cast<double>(max_cols);
-  shared.rotate = xlab_chars * char_px > 0.9 * cell_w ? (max_cols > 24 ? 90 : 45) : 0;
+  const int rotate = xlab_chars * char_px > 0.9 * cell_w ? (max_cols > 24 ? 90 : 45) : 0;
   // gnuplot's automatic margins follow each panel's labels: row labels
   // padded to one length (right-aligned, so only the margin changes) make
   // every panel's left margin the same.
@@ -1061,7 +1050,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
       for (Eigen::Index i = 0; i < padded.values.rows(); ++i) padded.row_labels.push_back(std::to_string(i));
     for (std::string& label : padded.row_labels) label.insert(0, ylab_chars - std::min(ylab_chars, label.size()), ' ');
     heatmap_panel(body, padded, static_cast<int>(k), panel_px, panel_px, pt, fmt::format("{:.5f},{:.5f}", pw, ph),
-                  &shared);
+                  rotate);
   }
   return render("heatmap_grid", png_path, width, height, body);
 }

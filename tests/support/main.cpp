@@ -75,8 +75,13 @@ std::pair<std::string, std::string> call_and_type(const std::string& expression)
 }
 
 // What a reader needs from one failed assertion: what was expected, what
-// came out, and (from INFO/CAPTURE) for which input.
-std::string describe(const Catch::AssertionStats& stats) {
+// came out, and (from INFO/CAPTURE) for which input; an unwritten exercise's
+// hint apart.
+struct Failure {
+  std::string message, hint;
+};
+
+Failure describe(const Catch::AssertionStats& stats) {
   const Catch::AssertionResult& r = stats.assertionResult;
   const std::string macro(r.getTestMacroName());
   const bool throws_as = macro.find("THROWS_AS") != std::string::npos;
@@ -99,21 +104,20 @@ std::string describe(const Catch::AssertionStats& stats) {
       message = "expected an exception from " + r.getExpression() + ": nothing was thrown";
     }
   } else if (r.getResultType() == Catch::ResultWas::ThrewException) {
+    // The translator's text: "not implemented yet: ...", "crashed: ..." or what().
     const std::string what = r.getMessage();
-    if (starts_with(what, "crashed:")) {
+    if (starts_with(what, "not implemented yet:")) {
+      message = what;
+    } else if (starts_with(what, "crashed:")) {
       // `throw 42` is the same mistake whether or not a throws-check caught it.
       message = what;
       if (throws_as) message += " (where " + call_and_type(r.getExpression()).second + " was expected)";
-    } else if (throws_as && !starts_with(what, "not implemented yet:")) {
+    } else if (throws_as) {
       auto [call, type] = call_and_type(r.getExpression());
-      message = "expected " + type + " from " + call + ": " + (starts_with(what, "threw ") ? what : "threw " + what);
-    } else if (starts_with(what, "not implemented yet:") || starts_with(what, "crashed:") || starts_with(what, "threw ")) {
-      message = what;
+      message = "expected " + type + " from " + call + ": threw " + what;
     } else {
-      message = "threw: " + what;
+      message = "threw: " + what + (r.hasExpression() ? " (in " + r.getExpression() + ")" : "");
     }
-    if (r.hasExpression() && !starts_with(what, "not implemented yet:") && !throws_as)
-      message += " (in " + r.getExpression() + ")";
   } else if (r.hasMessage()) {
     message = r.getMessage();  // FAIL(...) or a helper's explanation
   } else if (r.hasExpression()) {
@@ -130,12 +134,14 @@ std::string describe(const Catch::AssertionStats& stats) {
     if (info.message.empty() || (r.hasMessage() && info.message == r.getMessage())) continue;
     context += (context.empty() ? "" : "; ") + info.message;
   }
+  Failure f{message, ""};
   const std::string hint_marker = "\n  hint: ";
-  const auto hint_at = message.find(hint_marker);
-  std::string hint = hint_at == std::string::npos ? "" : message.substr(hint_at);
-  if (hint_at != std::string::npos) message.resize(hint_at);
-  if (!context.empty() && !starts_with(message, "not implemented yet:")) message += " [" + context + "]";
-  return message + hint;
+  if (const auto at = f.message.find(hint_marker); at != std::string::npos) {
+    f.hint = f.message.substr(at + hint_marker.size());
+    f.message.resize(at);
+  }
+  if (!context.empty() && !starts_with(f.message, "not implemented yet:")) f.message += " [" + context + "]";
+  return f;
 }
 
 // The function a test case is about: its tag after [chNN], e.g. [softmax_rows].
@@ -172,12 +178,8 @@ class CheckReport : public Catch::TestEventListenerBase {
 
   bool assertionEnded(const Catch::AssertionStats& stats) override {
     if (!stats.assertionResult.succeeded() && first_failure_.empty()) {
-      std::string message = describe(stats);
-      const std::string hint_marker = "\n  hint: ";
-      if (auto at = message.find(hint_marker); at != std::string::npos) {
-        hint_ = message.substr(at + hint_marker.size());
-        message.resize(at);
-      }
+      auto [message, hint] = describe(stats);
+      hint_ = hint;
       // The outermost section is the test case itself; inner ones say which case.
       if (sections_.size() > 1 && !starts_with(message, "not implemented yet:") && !starts_with(message, "crashed:"))
         message += " (section: " + sections_.back() + ")";
