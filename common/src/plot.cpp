@@ -1037,7 +1037,10 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   }
   const double char_px = 0.62 * pt * kPxPerPt;
   const double cell_w = (panel_px - 200.0 - ylab_chars * char_px) / static_cast<double>(max_cols);
-  const int rotate = xlab_chars * char_px > 0.9 * cell_w ? (max_cols > 24 ? 90 : 45) : 0;
+  // Slanted labels still need about 1.6 lines of height per cell; below
+  // that they overlap, and only upright ones (one line each) fit.
+  const bool crowded = max_cols > 24 || cell_w < 1.6 * pt * kPxPerPt;
+  const int rotate = xlab_chars * char_px > 0.9 * cell_w ? (crowded ? 90 : 45) : 0;
   // gnuplot's automatic margins follow each panel's labels: row labels
   // padded to one length (right-aligned, so only the margin changes) make
   // every panel's left margin the same.
