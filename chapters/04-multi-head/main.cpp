@@ -228,10 +228,11 @@ void run(int argc, char** argv) {
   strides_line(fmt::format(".view(1, {}, {}, {})", seq_len, n_heads, d_k), {1, seq_len, n_heads, d_k},
                {seq_len * d_model, d_model, d_k, 1});
   strides_line(".transpose(1, 2)", {1, n_heads, seq_len, d_k}, {seq_len * d_model, d_k, d_model, 1});
-  say(fmt::format("That is PyTorch's split: the view cuts each row of {} numbers into {} piece(s) of {}, the "
+  say(fmt::format("That is PyTorch's split: the view cuts each row of {} numbers into {} of {}, the "
                   "transpose swaps the seq and head dimensions. Neither moves a number; only the strides change. "
                   "Element [b, h, s, d] lives at offset b*{} + h*{} + s*{} + d of Q's storage.",
-                  d_model, n_heads, d_k, seq_len * d_model, d_k, d_model));
+                  d_model, n_heads == 1 ? std::string("one piece") : fmt::format("{} pieces", n_heads), d_k,
+                  seq_len * d_model, d_k, d_model));
   // Head h1 of Q as an Eigen view: a rectangle of Q, no copy.
   const auto head_view = Q.block(0, c0, seq_len, d_k);
   const float* q_elem = &Q(r2, c0);
@@ -328,7 +329,7 @@ void run(int argc, char** argv) {
   values_line(fmt::format("combined[0, {}, {}:{}]", r2, c0, c0 + show), &combined(r2, c0), show,
               fmt::format("head {} sits in columns {} to {}", h1, c0, c0 + d_k - 1));
   fmt::print("  combine_heads(split_heads(Q)) == Q, bit for bit: {}\n", yes_no(combine_heads(Q_h) == Q));
-  say("This is Concat(head_1, ..., head_h): each token's row holds its head vectors side by side, the exact "
+  say("This is Concat(head_0, ..., head_{n_heads-1}): each token's row holds its head vectors side by side, the exact "
       "inverse of the split (PyTorch: transpose(1, 2), then contiguous().view(batch, seq, d_model)).");
 
   // ---------------------------------------------------------------------
@@ -413,11 +414,18 @@ void run(int argc, char** argv) {
                4 * d_model * d_model, fmt::format("{} x {}^2 x {} = {}", h, seq_len, dk, h * seq_len * seq_len * dk),
                h == n_heads ? "   <- this run" : h == 1 ? "   <- one head of width d_model" : "");
   }
-  say(fmt::format("{} head(s) of {} and one head of {} have the same {} parameters: multi-head attention does not "
+  if (n_heads == 1)
+    say(fmt::format("One head of {} has {} parameters, and the table shows that any split into more heads has the "
+                    "same: multi-head attention does not add weights, it regroups them. What grows with the heads is "
+                    "the number of attention maps, n_heads x seq^2 weights.",
+                    d_model, weight_count + bias_count));
+  else
+    say(fmt::format("{} of {} and one head of {} have the same {} parameters: multi-head attention does not "
                   "add weights, it regroups them. The work of the scores is the same too (n_heads x seq^2 x d_k "
                   "= seq^2 x d_model multiplications). What grows with the heads is the number of attention maps, "
                   "n_heads x seq^2 weights, and what each map can express: one routing decision per head.",
-                  n_heads, d_k, d_model, weight_count + bias_count));
+                  fmt::format("{} heads", n_heads), d_k, d_model,
+                  weight_count + bias_count));
 
   // ---------------------------------------------------------------------
   step(12, "The einsum reading: name every index");
