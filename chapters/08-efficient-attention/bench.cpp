@@ -1,0 +1,229 @@
+// Chapter 8's benchmark (not a test): the naive attention of chapter 3
+// against the tiled one of this chapter, forward and backward, as seq_len T
+// doubles, on one core.
+//
+// For every T it reports the median time of each variant, its speed in
+// GFLOP/s and as a share of this core's matrix-product peak (measured in the
+// same run), and the extra memory it needed beyond its inputs and outputs.
+// With --pytorch, PyTorch 1.13's matmul-softmax-matmul is measured in the
+// same run on one thread (tests/reference/bench/ch08_attention.py), and the
+// ratios are printed only when PyTorch runs on an optimised BLAS.
+//
+// Operations counted: 4·T²·d_k for a forward (two products of 2·T²·d_k),
+// half of that for the causal forward (half the blocks), 10·T²·d_k for the
+// backward (the recomputed scores and four products).
+//
+// --csv prints one line per measurement, T,variant,ms,extra_bytes, and a
+// first line 0,gemm_peak,<GFLOP/s>,0.
+#include "03-softmax/softmax.hpp"
+#include "08-efficient-attention/efficient.hpp"
+#include "08-efficient-attention/measure.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/rng.hpp"
+
+#include <fmt/core.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace sa;
+
+namespace {
+
+struct Row {
+  int64_t T;
+  std::string variant;
+  double ms;
+  std::optional<int64_t> extra;
+  double flops;  // operations counted for this variant at this T
+};
+
+struct PyTorchRun {
+  std::string blas = "unknown";
+  bool optimised = false;
+  std::vector<Row> rows;
+};
+
+// Runs the PyTorch peer once for every size; its lines are
+// "pytorch_blas <name> <optimised|reference>" and "pytorch <T> <ms> <bytes>".
+std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
+  std::string cmd = fmt::format("/usr/bin/python3 {}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
+                                SA_SOURCE_DIR, d_k, budget);
+  for (int64_t T : sizes) cmd += fmt::format(" {}", T);
+  cmd += " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return std::nullopt;
+  PyTorchRun run;
+  std::array<char, 1024> buf{};
+  std::string errors;
+  while (fgets(buf.data(), int(buf.size()), pipe.get())) {
+    std::istringstream line(buf.data());
+    std::string tag;
+    line >> tag;
+    if (tag == "pytorch_blas") {
+      std::string kind;
+      line >> run.blas >> kind;
+      run.optimised = kind == "optimised";
+    } else if (tag == "pytorch") {
+      Row r{0, "pytorch", 0, std::nullopt, 0};
+      int64_t bytes = 0;
+      if (line >> r.T >> r.ms >> bytes) {
+        r.extra = bytes;
+        r.flops = 4.0 * double(r.T) * double(r.T) * double(d_k);
+        run.rows.push_back(r);
+      }
+    } else {
+      errors += buf.data();
+    }
+  }
+  if (run.rows.size() != sizes.size()) {
+    fmt::print(stderr, "08-efficient-attention-bench: the PyTorch peer did not run (is python3-torch installed?)\n{}",
+               errors);
+    return std::nullopt;
+  }
+  return run;
+}
+
+std::string mib(std::optional<int64_t> bytes) {
+  if (!bytes) return "n/a";
+  return fmt::format("{:.1f} MiB", double(*bytes) / (1024.0 * 1024.0));
+}
+
+// The exponent b of time ≈ a·T^b through the two largest sizes measured.
+std::optional<double> slope(const std::vector<Row>& rows, const std::string& variant) {
+  std::vector<const Row*> r;
+  for (const Row& row : rows)
+    if (row.variant == variant) r.push_back(&row);
+  if (r.size() < 2) return std::nullopt;
+  const Row& a = *r[r.size() - 2];
+  const Row& b = *r.back();
+  return std::log(b.ms / a.ms) / std::log(double(b.T) / double(a.T));
+}
+
+void run(int argc, char** argv) {
+  int64_t d_k = 64, min_T = 256, max_T = 16384, naive_max = 16384, block = 128;
+  double budget = 0.3;
+  bool pytorch = false, csv = false;
+  Cli cli("08-efficient-attention",
+          "Benchmark of chapter 8: naive attention (chapter 3) against tiled attention, forward, causal and "
+          "backward, for seq_len T doubling from --min-seq-len to --max-seq-len, on one core.",
+          "08-efficient-attention-bench");
+  cli.add("--d-k", &d_k, "columns of Q, K and V", IntRange{1, 1024});
+  cli.add("--min-seq-len", &min_T, "the first T", IntRange{16, 65536});
+  cli.add("--max-seq-len", &max_T, "the last T (T doubles from --min-seq-len)", IntRange{16, 65536});
+  cli.add("--naive-max-seq-len", &naive_max,
+          "largest T for the naive attention (it holds two T x T float matrices: 2 GiB at T = 16384)",
+          IntRange{0, 32768});
+  cli.add("--block", &block, "rows and columns of a tile", IntRange{1, 4096});
+  cli.add("--budget", &budget, "seconds of timing per measurement (at least 3 runs each)", RealRange{0.0, 60.0});
+  cli.add_flag("--pytorch", &pytorch, "also time PyTorch 1.13's attention (needs /usr/bin/python3 with torch)");
+  cli.add_flag("--csv", &csv, "print lines T,variant,ms,extra_bytes instead of the table");
+  cli.without_figures();
+  cli.parse(argc, argv);
+  if (min_T > max_T) throw UsageError(fmt::format("--min-seq-len {} is larger than --max-seq-len {}", min_T, max_T));
+
+  std::vector<int64_t> sizes;
+  for (int64_t T = min_T; T <= max_T; T *= 2) sizes.push_back(T);
+
+  Generator gen(cli.seed);
+  const double peak = measure::gemm_peak_gflops(gen);
+  if (csv) fmt::print("0,gemm_peak,{:.2f},0\n", peak);
+  else {
+    fmt::print("Chapter 8 benchmark: attention with d_k = {}, tiles of {} x {}, one core, seed {}\n", d_k, block, block,
+               cli.seed);
+    fmt::print("  this core's float matrix-product peak (Eigen, 1024 x 1024 x 1024, median): {:.1f} GFLOP/s\n", peak);
+    fmt::print("  times are medians of at least 3 runs; extra memory is the peak resident size a call added beyond\n"
+               "  its inputs and outputs\n\n");
+    fmt::print("  {:>6}  {:<15} {:>11} {:>9} {:>7}  {:>12}\n", "T", "variant", "median ms", "GFLOP/s", "% peak",
+               "extra memory");
+  }
+
+  std::vector<Row> rows;
+  auto record = [&](Row r) {
+    if (csv) fmt::print("{},{},{:.4f},{}\n", r.T, r.variant, r.ms, r.extra ? *r.extra : -1);
+    else {
+      const double gflops = r.flops / (r.ms * 1e6);
+      fmt::print("  {:>6}  {:<15} {:>11.3f} {:>9.1f} {:>6.0f}%  {:>12}\n", r.T, r.variant, r.ms, gflops,
+                 100.0 * gflops / peak, mib(r.extra));
+    }
+    std::fflush(stdout);
+    rows.push_back(std::move(r));
+  };
+
+  for (int64_t T : sizes) {
+    const Matrix Q = gen.randn(T, d_k), K = gen.randn(T, d_k), V = gen.randn(T, d_k), dO = gen.randn(T, d_k);
+    const int64_t out_bytes = T * d_k * int64_t(sizeof(float));
+    const double forward_flops = 4.0 * double(T) * double(T) * double(d_k);
+
+    if (T <= naive_max) {
+      auto naive = [&] { Attention a = attention(Q, K, V); };
+      const auto extra = measure::extra_bytes(naive, out_bytes);
+      record({T, "naive", measure::median_ms(naive, budget), extra, forward_flops});
+    }
+    auto tiled = [&] { TiledAttention t = tiled_attention(Q, K, V, false, block); };
+    const auto tiled_extra = measure::extra_bytes(tiled, out_bytes);
+    record({T, "tiled", measure::median_ms(tiled, budget), tiled_extra, forward_flops});
+
+    auto causal = [&] { TiledAttention t = tiled_attention(Q, K, V, true, block); };
+    const auto causal_extra = measure::extra_bytes(causal, out_bytes);
+    record({T, "tiled_causal", measure::median_ms(causal, budget), causal_extra, forward_flops / 2});
+
+    const TiledAttention fwd = tiled_attention(Q, K, V, false, block);
+    auto backward = [&] { AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, false, block); };
+    const auto backward_extra = measure::extra_bytes(backward, 3 * out_bytes);
+    record({T, "tiled_backward", measure::median_ms(backward, budget), backward_extra, 2.5 * forward_flops});
+  }
+
+  std::optional<PyTorchRun> torch;
+  if (pytorch) {
+    torch = run_pytorch(sizes, d_k, budget);
+    if (torch)
+      for (const Row& r : torch->rows) record(r);
+  }
+  if (csv) return;
+
+  fmt::print("\n  growth of time with T (exponent b of T^b, from the two largest sizes):");
+  for (const char* v : {"naive", "tiled", "tiled_causal", "tiled_backward", "pytorch"})
+    if (const auto b = slope(rows, v)) fmt::print(" {} {:.2f}", v, *b);
+  fmt::print("\n");
+
+  // The causal pass against the full one: close to half at large T.
+  const Row* last_tiled = nullptr;
+  const Row* last_causal = nullptr;
+  for (const Row& r : rows) {
+    if (r.variant == "tiled") last_tiled = &r;
+    if (r.variant == "tiled_causal") last_causal = &r;
+  }
+  if (last_tiled && last_causal)
+    fmt::print("  causal against full tiled forward at T = {}: {:.2f} of the time\n", last_tiled->T,
+               last_causal->ms / last_tiled->ms);
+
+  if (!pytorch) return;
+  if (!torch) return;
+  fmt::print("  PyTorch ran on {} ({} BLAS), one thread\n", torch->blas, torch->optimised ? "an optimised" : "the reference");
+  if (!torch->optimised) {
+    fmt::print("  no ratio printed: the reference BLAS is about 25x slower than the one a PyTorch user has.\n"
+               "  Install OpenBLAS (apt-get install libopenblas0-pthread) and run again.\n");
+    return;
+  }
+  fmt::print("  tiled forward against PyTorch (time of PyTorch / time of tiled):");
+  std::map<int64_t, double> tiled_ms;
+  for (const Row& r : rows)
+    if (r.variant == "tiled") tiled_ms[r.T] = r.ms;
+  for (const Row& r : torch->rows) fmt::print(" T={} {:.2f}x", r.T, r.ms / tiled_ms[r.T]);
+  fmt::print("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("08-efficient-attention-bench", [&] { run(argc, argv); });
+}

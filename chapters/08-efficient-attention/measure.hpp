@@ -1,0 +1,84 @@
+// Timing and memory measurements shared by chapter 8's program and its
+// benchmark: medians of wall-clock time, the extra resident memory a call
+// needs, and this core's matrix-product peak.
+#pragma once
+
+#include "sa/rng.hpp"
+#include "sa/tensor.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sa::measure {
+
+inline double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The median wall time of f() in milliseconds, over at least `min_runs`
+// runs and as many more as fit in `budget_s` seconds (at most `max_runs`).
+// A median, not a mean: on a shared machine a few runs get interrupted.
+inline double median_ms(const std::function<void()>& f, double budget_s = 0.3, int min_runs = 3, int max_runs = 50) {
+  std::vector<double> t;
+  const double start = seconds_now();
+  while (int(t.size()) < min_runs || (seconds_now() - start < budget_s && int(t.size()) < max_runs)) {
+    const double t0 = seconds_now();
+    f();
+    t.push_back(1e3 * (seconds_now() - t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"), if readable.
+inline std::optional<int64_t> status_bytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  int64_t kb = 0;
+  while (status >> key) {
+    if (key == field + ":" && status >> kb) return kb * 1024;
+    status.ignore(1 << 20, '\n');
+  }
+  return std::nullopt;
+}
+
+// The resident memory f() adds at its peak, beyond what was resident before
+// it ran, minus `output_bytes` (the result it returns is not "extra").
+// Linux resets the peak (VmHWM) when "5" is written to /proc/self/clear_refs.
+// Measured, not computed: it counts every buffer f allocates and touches.
+// malloc_trim first hands the free pages the allocator keeps back to the
+// system: a buffer f allocates must then touch fresh pages, which count,
+// instead of reusing resident ones left by an earlier call, which would not.
+inline std::optional<int64_t> extra_bytes(const std::function<void()>& f, int64_t output_bytes) {
+  malloc_trim(0);
+  const auto before = status_bytes("VmRSS");
+  {
+    std::ofstream reset("/proc/self/clear_refs");
+    if (!reset || !(reset << "5") || !reset.flush()) return std::nullopt;
+  }
+  f();
+  const auto peak = status_bytes("VmHWM");
+  if (!before || !peak) return std::nullopt;
+  return std::max<int64_t>(0, *peak - *before - output_bytes);
+}
+
+// This core's float matrix-product speed: the median of C = A B for
+// 1024 x 1024 matrices with Eigen, in GFLOP/s (2 n³ operations). The yardstick
+// the attentions' GFLOP/s are read against.
+inline double gemm_peak_gflops(Generator& gen) {
+  constexpr int64_t n = 1024;
+  const Matrix A = gen.randn(n, n), B = gen.randn(n, n);
+  Matrix C(n, n);
+  const double ms = median_ms([&] { C.noalias() = A * B; }, 0.5, 5);
+  return 2.0 * double(n) * double(n) * double(n) / (ms * 1e6);
+}
+
+}  // namespace sa::measure
