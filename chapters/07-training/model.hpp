@@ -341,6 +341,14 @@ class TinyTransformer {
   // (all positions after forward(); positions first .. seq-1 of every
   // sequence after forward_loss()).
   const Matrix& logits() const { return current_->logits; }
+
+  // Frees the buffers every forward keeps per (batch, seq_len) for reuse.
+  // Generation from scratch (chapter 8) runs one new seq_len per token, and
+  // keeping all of them would hold O(seq_len³) floats.
+  void forget_workspaces() {
+    workspaces_.clear();
+    current_ = nullptr;
+  }
   const std::vector<int64_t>& loss_targets() const { return current_->targets; }
 
   // After loss() or forward_loss(): the gradient of that loss with respect

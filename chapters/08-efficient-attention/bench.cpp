@@ -117,11 +117,11 @@ void run(int argc, char** argv) {
           "backward, for seq_len T doubling from --min-seq-len to --max-seq-len, on one core.",
           "08-efficient-attention-bench");
   cli.add("--d-k", &d_k, "columns of Q, K and V", IntRange{1, 1024});
-  cli.add("--min-seq-len", &min_T, "the first T", IntRange{16, 65536});
-  cli.add("--max-seq-len", &max_T, "the last T (T doubles from --min-seq-len)", IntRange{16, 65536});
+  cli.add("--min-seq-len", &min_T, "the first T", IntRange{16, 32768});
+  cli.add("--max-seq-len", &max_T, "the last T (T doubles from --min-seq-len)", IntRange{16, 32768});
   cli.add("--naive-max-seq-len", &naive_max,
           "largest T for the naive attention (it holds two T x T float matrices: 2 GiB at T = 16384)",
-          IntRange{0, 32768});
+          IntRange{0, 16384});
   cli.add("--block", &block, "rows and columns of a tile", IntRange{1, 4096});
   cli.add("--budget", &budget, "seconds of timing per measurement (at least 3 runs each)", RealRange{0.0, 60.0});
   cli.add_flag("--pytorch", &pytorch, "also time PyTorch 1.13's attention (needs /usr/bin/python3 with torch)");
@@ -129,6 +129,15 @@ void run(int argc, char** argv) {
   cli.without_figures();
   cli.parse(argc, argv);
   if (min_T > max_T) throw UsageError(fmt::format("--min-seq-len {} is larger than --max-seq-len {}", min_T, max_T));
+  // The same bounds as the chapter program (steps.hpp): too many tiny tiles
+  // crawl, and one forward at the largest T is 4·T²·d_k operations.
+  const int64_t tiles = (max_T + block - 1) / block;
+  if (tiles * tiles > (int64_t(1) << 20))
+    throw UsageError(fmt::format("--block {} cuts T = {} into {} x {} tiles; at most 2^20 are allowed", block, max_T,
+                                 tiles, tiles));
+  if (max_T * max_T * d_k > (int64_t(1) << 38))
+    throw UsageError(fmt::format("--max-seq-len {} with --d-k {}: T² · d_k must stay at most 2^38 (about 10 s a forward)",
+                                 max_T, d_k));
 
   std::vector<int64_t> sizes;
   for (int64_t T = min_T; T <= max_T; T *= 2) sizes.push_back(T);

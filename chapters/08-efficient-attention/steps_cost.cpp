@@ -1,0 +1,159 @@
+// Chapter 8, step 1: what chapter 3's attention costs as seq_len grows, and
+// the inputs the other steps share.
+#include "03-softmax/softmax.hpp"
+#include "08-efficient-attention/efficient.hpp"
+#include "08-efficient-attention/measure.hpp"
+#include "08-efficient-attention/steps.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/plot.hpp"
+#include "sa/print.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sa::ch8 {
+
+void check_work(const Options& o) {
+  const int64_t tiles_per_side = (o.seq_len + o.block - 1) / o.block;
+  if (tiles_per_side * tiles_per_side > kMaxTiles)
+    throw UsageError(fmt::format("--block {} cuts seq_len {} into {} x {} tiles; at most {} are allowed (use --block {} "
+                                 "or more)",
+                                 o.block, o.seq_len, tiles_per_side, tiles_per_side, kMaxTiles, (o.seq_len + 1023) / 1024));
+  if (o.seq_len * o.seq_len * o.d_k > kMaxScoreWork)
+    throw UsageError(fmt::format("--seq-len {} with --d-k {} asks for {:.2e} operations per forward; at most {:.2e} "
+                                 "(seq_len² · d_k <= 2^38, about 10 s on one core)",
+                                 o.seq_len, o.d_k, 4.0 * double(o.seq_len) * double(o.seq_len) * double(o.d_k),
+                                 4.0 * double(kMaxScoreWork)));
+}
+
+Small make_small(Generator& gen) {
+  Small s;
+  s.Q = gen.randn(Small::seq_len, Small::d_k);
+  s.K = gen.randn(Small::seq_len, Small::d_k);
+  s.V = gen.randn(Small::seq_len, Small::d_k);
+  s.dO = gen.randn(Small::seq_len, Small::d_k);
+  return s;
+}
+
+Large make_large(Generator& gen, const Options& o) {
+  Large l;
+  l.Q = gen.randn(o.seq_len, o.d_k);
+  l.K = gen.randn(o.seq_len, o.d_k);
+  l.V = gen.randn(o.seq_len, o.d_k);
+  l.dO = gen.randn(o.seq_len, o.d_k);
+  l.naive_fits = o.seq_len <= kNaiveMaxSeqLen;
+  return l;
+}
+
+std::string bytes_str(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+double fitted_exponent(const std::vector<double>& T, const std::vector<double>& ms) {
+  // Least squares of y = log ms against x = log T: slope = cov(x, y) / var(x).
+  const double n = double(T.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < T.size(); ++i) {
+    const double x = std::log(T[i]), y = std::log(ms[i]);
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
+  Generator gen(seed);
+  say(fmt::format("Chapter 3's attention(Q, K, V) builds the scores Q K^T / sqrt(d_k) and then the weights, two "
+                  "(seq_len, seq_len) matrices, before it multiplies by V. Below, Q, K and V are (T, {}) for T from "
+                  "64 to 8192, timed for chapter 3's attention (naive) and this chapter's tiled_attention (step 3). "
+                  "'extra' is the resident memory a call adds beyond Q, K, V and the output, measured. The naive "
+                  "path runs up to T = {}.",
+                  o.d_k, kNaiveMaxSeqLen));
+  fmt::print("  {:>6}  {:>14}  {:>12}  {:>12}  {:>12}  {:>12}\n", "T", "T x T floats", "naive", "naive extra",
+             "tiled", "tiled extra");
+  std::vector<double> tiled_fit_ms, tiled_fit_T;
+  std::vector<double> Ts, naive_ms, naive_extra, tiled_ms, tiled_extra, score_bytes, fit_T, fit_ms;
+  double bytes_per_score = 0;
+  for (int64_t T = 64; T <= 8192; T *= 2) {
+    const Matrix Q = gen.randn(T, o.d_k), K = gen.randn(T, o.d_k), V = gen.randn(T, o.d_k);
+    const int64_t out_bytes = T * o.d_k * int64_t(sizeof(float));
+    const double scores = double(T) * double(T) * sizeof(float);
+    std::string naive_cells = fmt::format("{:>12}  {:>12}", "not run", "-");
+    if (T <= kNaiveMaxSeqLen) {
+      auto naive = [&] { Attention a = attention(Q, K, V); };
+      const double extra = double(measure::extra_bytes(naive, out_bytes).value_or(0));
+      const double ms = measure::median_ms(naive, 0.1);
+      naive_cells = fmt::format("{:>12}  {:>12}", fmt::format("{:.3f} ms", ms), bytes_str(extra));
+      Ts.push_back(double(T));
+      naive_ms.push_back(ms);
+      naive_extra.push_back(extra);
+      if (T >= 512) {
+        fit_T.push_back(double(T));
+        fit_ms.push_back(ms);
+      }
+      bytes_per_score = extra / (double(T) * double(T));
+    }
+    auto tiled = [&] { TiledAttention t = tiled_attention(Q, K, V, false, o.block); };
+    const double extra = double(measure::extra_bytes(tiled, out_bytes).value_or(0));
+    const double ms = measure::median_ms(tiled, 0.1);
+    tiled_ms.push_back(ms);
+    if (T >= 512) {
+      tiled_fit_T.push_back(double(T));
+      tiled_fit_ms.push_back(ms);
+    }
+    tiled_extra.push_back(extra);
+    score_bytes.push_back(scores);
+    fmt::print("  {:>6}  {:>14}  {}  {:>12}  {:>12}\n", T, bytes_str(scores), naive_cells,
+               fmt::format("{:.3f} ms", ms), bytes_str(extra));
+  }
+  const double b = fitted_exponent(fit_T, fit_ms);
+  say(fmt::format("The naive time grows as T^{:.2f} (least squares over T = 512 to {}): doubling T multiplies it by "
+                  "about {:.1f}; the tiled one as T^{:.2f} (T = 512 to 8192): the same work, done in tiles. Its extra memory at T = {} is {:.1f} bytes per score: the scores and the weights, "
+                  "4 bytes each, alive at the same time. At T = 8192 the scores alone would take {}, at 65536 {}; "
+                  "the tiled path never needs more than one {} x {} tile of them.",
+                  b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen, bytes_per_score,
+                  bytes_str(8192.0 * 8192 * 4), bytes_str(65536.0 * 65536 * 4), o.block, o.block));
+
+  std::vector<double> all_T;
+  for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));
+  figures.draw("time_vs_seq_len.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = fmt::format("Time of one attention forward against seq_len (d_k = {}, one core)", o.d_k);
+    p.xlabel = "seq_len T";
+    p.ylabel = "median time (ms)";
+    p.logx = p.logy = true;
+    // A slope-2 guide through the naive path's last point.
+    plot::Series guide{"T^2 (slope 2)", {}, {}, plot::Series::Style::Dashed};
+    for (double T : all_T) {
+      guide.x.push_back(T);
+      guide.y.push_back(naive_ms.back() * (T / Ts.back()) * (T / Ts.back()));
+    }
+    p.series = {{fmt::format("naive, chapter 3 (fitted slope {:.2f} from T = 512)", b), Ts, naive_ms},
+                {fmt::format("tiled, block {} (fitted slope {:.2f} from T = 512)", o.block, fitted_exponent(tiled_fit_T, tiled_fit_ms)),
+                 all_T, tiled_ms},
+                guide};
+    return plot::lines(path, p);
+  });
+  figures.draw("memory_vs_seq_len.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = "Extra memory of one attention forward against seq_len";
+    p.xlabel = "seq_len T";
+    p.ylabel = "bytes beyond Q, K, V and the output";
+    p.logx = p.logy = true;
+    std::vector<double> tiled_shown;
+    for (double e : tiled_extra) tiled_shown.push_back(std::max(e, 4096.0));  // a page: log axes have no 0
+    p.series = {{"T x T float scores (computed)", all_T, score_bytes, plot::Series::Style::Dashed},
+                {"naive, chapter 3 (measured)", Ts, naive_extra},
+                {"tiled (measured)", all_T, tiled_shown}};
+    return plot::lines(path, p);
+  });
+}
+
+}  // namespace sa::ch8
