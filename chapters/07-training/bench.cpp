@@ -88,19 +88,38 @@ Score run_epoch(Setup& s, Adam& adam, std::vector<int64_t>& ids, std::vector<int
   return evaluate(*s.model, s.test, s.task, ids, targets);
 }
 
-std::optional<double> pytorch_step_ms(int64_t steps) {
-  const std::string cmd = fmt::format("/usr/bin/python3 {}/tests/reference/ch07_training.py --bench {} 2>&1",
-                                      SA_SOURCE_DIR, steps);
+struct PyTorchStep {
+  double ms = 0;
+  std::string blas = "unknown";
+  bool optimised_blas = false;  // OpenBLAS (or MKL, BLIS), not the reference BLAS
+};
+
+// The twin's median step, on one thread: torch's intra-op threads and
+// OpenBLAS's own (OPENBLAS_NUM_THREADS), like this program's one core.
+std::optional<PyTorchStep> pytorch_step(int64_t steps) {
+  const std::string cmd = fmt::format(
+      "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 {}/tests/reference/ch07_training.py --bench {} 2>&1",
+      SA_SOURCE_DIR, steps);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return std::nullopt;
   std::array<char, 512> line{};
-  std::optional<double> ms;
+  PyTorchStep result;
+  bool timed = false;
   while (fgets(line.data(), int(line.size()), pipe.get())) {
     double v = 0;
-    if (std::sscanf(line.data(), "pytorch_step_ms %lf", &v) == 1) ms = v;
-    else fmt::print("    {}", line.data());
+    std::array<char, 256> name{}, kind{};
+    if (std::sscanf(line.data(), "pytorch_step_ms %lf", &v) == 1) {
+      result.ms = v;
+      timed = true;
+    } else if (std::sscanf(line.data(), "pytorch_blas %255s %255s", name.data(), kind.data()) == 2) {
+      result.blas = name.data();
+      result.optimised_blas = std::string(kind.data()) == "optimised";
+    } else {
+      fmt::print("    {}", line.data());
+    }
   }
-  return ms;
+  if (!timed) return std::nullopt;
+  return result;
 }
 
 void run(int argc, char** argv) {
@@ -175,10 +194,18 @@ void run(int argc, char** argv) {
   // 3. The PyTorch twin, same machine, same moment.
   if (pytorch) {
     fmt::print("  PyTorch twin (tests/reference/ch07_training.py --bench {}):\n", torch_steps);
-    if (const auto ms = pytorch_step_ms(torch_steps)) {
+    if (const auto torch = pytorch_step(torch_steps)) {
       const double ours = 1e3 * step_median.wall;
-      fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall): {:.1f}x faster\n", *ms, ours,
-                 *ms / ours);
+      fmt::print("  PyTorch's products ran on {} ({} BLAS), one thread\n", torch->blas,
+                 torch->optimised_blas ? "an optimised" : "the reference");
+      if (torch->optimised_blas)
+        fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall): {:.1f}x faster\n", torch->ms,
+                   ours, torch->ms / ours);
+      else
+        fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
+                   "BLAS is many times slower than the one a PyTorch user has. Install OpenBLAS (apt-get install "
+                   "libopenblas0-pthread) and run again.\n",
+                   torch->ms, ours);
     } else {
       fmt::print("  PyTorch twin could not be timed (is python3-torch installed?)\n");
     }

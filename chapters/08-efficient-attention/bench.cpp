@@ -55,7 +55,8 @@ struct PyTorchRun {
 // Runs the PyTorch peer once for every size; its lines are
 // "pytorch_blas <name> <optimised|reference>" and "pytorch <T> <ms> <bytes>".
 std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
-  std::string cmd = fmt::format("/usr/bin/python3 {}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
+  std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "
+                                "{}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
                                 SA_SOURCE_DIR, d_k, budget);
   for (int64_t T : sizes) cmd += fmt::format(" {}", T);
   cmd += " 2>&1";

@@ -21,6 +21,7 @@ parameters after them.
 """
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
@@ -241,6 +242,11 @@ def full_setup(seed=42):
 
 
 def bench(steps):
+    # Which BLAS torch's products run on: the C++ benchmark prints a ratio
+    # only against an optimised one (tests/reference/bench/blas.py).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+    import blas
+    blas.report()
     torch.set_num_threads(1)
     model, train, _, mask = full_setup()
     opt = torch.optim.Adam(model.parameters(), lr=3e-4)
