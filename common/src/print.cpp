@@ -133,7 +133,7 @@ void print_tensor(std::string_view name, const Matrix& m, const Shape& shown, co
 
 void print_labelled(std::string_view name, const Matrix& m, const std::vector<std::string>& row_labels,
                     const std::vector<std::string>& col_labels, const PrintOptions& opt, const Shape& shown) {
-  print_shape(name, shown.empty() ? Shape{m.rows(), m.cols()} : shown, "(rows: queries, columns: keys)");
+  print_shape(name, shown.empty() ? Shape{m.rows(), m.cols()} : shown, opt.axes);
   size_t label_w = 0, width = 6;
   for (const auto& l : row_labels) label_w = std::max(label_w, l.size());
   for (const auto& l : col_labels) width = std::max(width, l.size());

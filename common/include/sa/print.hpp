@@ -17,6 +17,8 @@ struct PrintOptions {
   int64_t max_cols = 8;  // more columns than this: first and last `edge` columns
   int64_t edge = 3;
   int indent = 4;
+  // What print_labelled's rows and columns are, printed after the shape.
+  const char* axes = "(rows: queries, columns: keys)";
 };
 
 // "== Chapter 1: from words to Q, K and V ==" with a rule under it.
