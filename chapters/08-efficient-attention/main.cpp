@@ -64,6 +64,9 @@ void run(int argc, char** argv) {
   step(7, "Cheaper attentions: local and linear");
   cheaper_demo(small, large, o, figures);
 
+  step(8, "Attention against recurrent and convolutional layers");
+  compare_layers(o);
+
   figures.summary();
 }
 

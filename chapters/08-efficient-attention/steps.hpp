@@ -1,6 +1,7 @@
 // The steps of chapter 8's program (main.cpp lists them in order). Each
 // prints its shapes and values and draws its figures.
-//   steps_cost.cpp        step 1, and the inputs every step shares
+//   steps_cost.cpp        steps 1 and 8 (what attention costs, against the layers before it),
+//                         and the inputs every step shares
 //   steps_tiled.cpp       steps 2 to 5: online softmax, tiled forward, causal, backward
 //   steps_generation.cpp  step 6: the key/value cache
 //   steps_cheaper.cpp     step 7: local and linear attention
@@ -64,6 +65,7 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
 void backward_demo(const Small& small, const Large& large, const Options& o);
 void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures);
 void cheaper_demo(const Small& small, const Large& large, const Options& o, Figures& figures);
+void compare_layers(const Options& o);
 
 // "512.0 MiB", "64.0 KiB", "1.00 GiB".
 std::string bytes_str(double bytes);

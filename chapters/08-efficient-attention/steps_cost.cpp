@@ -156,4 +156,45 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
   });
 }
 
+void compare_layers(const Options& o) {
+  constexpr int64_t kernel = 3;  // a convolution's width, the usual smallest
+  const int64_t d = o.d_k;
+  say(fmt::format("Why attention at all, if it costs seq_len²? The alternatives a sequence layer had before it, "
+                  "counted for n tokens of width d = {}: operations per layer, operations that must wait for the "
+                  "one before (no parallelism across positions), and the longest chain of layers or steps a token's "
+                  "information travels to reach another. A recurrent layer (one d x d product per token, in order), "
+                  "a convolution of width {} (contiguous, so each layer reaches {} tokens further), full "
+                  "self-attention, and the local attention of step 7 with window r = {}.",
+                  d, kernel, kernel - 1, o.window));
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  for (int64_t n : {int64_t(6), o.seq_len}) {
+    if (n == 6) fmt::print("  n = 6 (chapter 1's running example):\n");
+    else fmt::print("  n = {} (this run's --seq-len):\n", n);
+    fmt::print("    {:<28} {:>22} {:>18} {:>14}\n", "layer", "operations", "sequential steps", "longest path");
+    auto row = [&](const std::string& name, const std::string& formula, double ops, int64_t sequential,
+                   const std::string& path) {
+      fmt::print("    {:<28} {:>22} {:>18} {:>14}\n", name, fmt::format("{} = {:.2e}", formula, ops), sequential,
+                 path);
+    };
+    const double N = double(n), D = double(d);
+    row("recurrent", "n d^2", N * D * D, n, std::to_string(n - 1));
+    row(fmt::format("convolution, width {}", kernel), "k n d^2", double(kernel) * N * D * D, 1,
+        std::to_string(ceil_div(n - 1, kernel - 1)));
+    row("self-attention", "n^2 d", N * N * D, 1, "1");
+    const int64_t r = std::min(o.window, n);  // a window wider than the text is the whole text
+    row(fmt::format("local attention, r = {}", r), "r n d", double(r) * N * D, 1,
+        // A window of 1 sees only its own token: nothing ever travels.
+        r >= n ? "1" : r == 1 ? "never" : std::to_string(ceil_div(n - 1, r - 1)));
+  }
+  const double ratio = double(o.seq_len) / double(d);  // n² d against n d²
+  say(fmt::format("Self-attention does fewer operations than the recurrent layer while n < d (here n < {}), and at "
+                  "any n no step waits for another and every pair of tokens is one step apart. Its price is the "
+                  "n^2: at n = {} it does {} the recurrent layer's work. Steps 3 to 5 removed its n^2 memory but "
+                  "not its work; the cache (step 6) and local and linear attention (step 7) cut the work itself. "
+                  "(Longest path: the fewest steps or layers from the first token to the last; for contiguous "
+                  "convolutions and local attention, (n - 1) / (reach per layer) rounded up.)",
+                  d, o.seq_len,
+                  ratio > 1 ? fmt::format("{:.0f} times", ratio) : fmt::format("{:.2f} of", ratio)));
+}
+
 }  // namespace sa::ch8
