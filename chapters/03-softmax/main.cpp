@@ -78,6 +78,51 @@ struct NormRow {
   double raw_max, scaled_max;    // mean largest weight
 };
 
+double rms(const Matrix& m) { return std::sqrt(double(m.squaredNorm()) / double(m.size())); }
+
+// Step 11: attention with the softmax left out, output = (Q K^T / sqrt(d_k)) V,
+// against the real one, as the number of keys grows. Random unit-variance
+// Q, K, V (d_k 64) and an upstream gradient R of the loss sum(output * R).
+void show_without_softmax(uint64_t seed) {
+  constexpr int64_t d_k = 64;
+  say(fmt::format("What if attention skipped the softmax and used the scaled scores themselves as weights, "
+                  "output = (Q K^T / sqrt(d_k)) V? Below, random Q, K, V with unit-variance entries (d_k {}), n "
+                  "keys and queries, and the gradient of the loss sum(output * R) for a random R with respect to "
+                  "Q. 'rms' is the root mean square of the entries.",
+                  d_k));
+  Generator gen(seed);
+  fmt::print("  {:>5}  {:>14}  {:>14}  {:>14}  {:>14}\n", "n", "rms output", "rms output", "rms dL/dQ",
+             "rms dL/dQ");
+  fmt::print("  {:>5}  {:>14}  {:>14}  {:>14}  {:>14}\n", "", "softmax", "no softmax", "softmax", "no softmax");
+  std::vector<double> ns, with_out, without_out, with_grad, without_grad;
+  for (int64_t n : {6, 60, 600}) {
+    const Matrix Q = gen.randn(n, d_k), K = gen.randn(n, d_k), V = gen.randn(n, d_k), R = gen.randn(n, d_k);
+    const Matrix S = scaled_scores(Q, K);
+    const Matrix P = softmax_rows(S);
+    const float scale = 1.0f / std::sqrt(float(d_k));
+    // d output / d weights = R V^T; through softmax (chapter 3's backward) or
+    // straight to the scores; then d scores / d Q = K / sqrt(d_k).
+    const Matrix dW = R * V.transpose();
+    const Matrix dQ_softmax = softmax_backward(P, dW) * K * scale;
+    const Matrix dQ_plain = dW * K * scale;
+    ns.push_back(double(n));
+    with_out.push_back(rms(P * V));
+    without_out.push_back(rms(S * V));
+    with_grad.push_back(rms(dQ_softmax));
+    without_grad.push_back(rms(dQ_plain));
+    fmt::print("  {:>5}  {:>14.4f}  {:>14.4f}  {:>14.4f}  {:>14.4f}\n", n, with_out.back(), without_out.back(),
+               with_grad.back(), without_grad.back());
+  }
+  say(fmt::format("Without softmax, each output is a sum of n terms of size about 1 with nothing dividing it: "
+                  "from n = 6 to 600 its rms grows {:.1f} times (sqrt(100) = 10) and the gradient's {:.1f} "
+                  "times. With softmax the weights of a row are positive and sum to 1, so the output is an "
+                  "average of value rows and stays below the largest of them, whatever n: here {:.2f}, then "
+                  "{:.2f}. Nothing explodes in one layer, but the sizes follow the length of the text, weights "
+                  "can be negative and no row is a distribution; a stack of such layers multiplies the growth.",
+                  without_out.back() / without_out.front(), without_grad.back() / without_grad.front(),
+                  with_out.front(), with_out.back()));
+}
+
 void draw_figures(Figures& figures, const Options& o, const std::vector<std::string>& tokens, const Matrix& weights,
                   const std::vector<double>& entropy, const std::vector<double>& temperatures,
                   const std::vector<NormRow>& norms) {
@@ -461,6 +506,10 @@ void run(int argc, char** argv) {
     say(fmt::format("  Untrained, the mean entropy is {:.0f}% of the uniform bound and the focus {:.1f} times the "
                     "uniform 1/{}. Chapter 7 trains the projections and watches both move.",
                     100 * mean_h / bound, focus(weights) * double(seq_len), seq_len));
+
+  // ---------------------------------------------------------------------
+  step(11, "Without softmax: nothing keeps the output's size");
+  show_without_softmax(cli.seed);
 
   gap();
   fmt::print("Drawing figures\n");
