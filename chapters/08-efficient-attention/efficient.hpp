@@ -71,7 +71,9 @@ struct TiledAttention {
 //    above the diagonal are skipped without computing them; blocks the
 //    diagonal crosses are masked element by element. Needs seq_q == seq_k.
 //  - Refused with std::invalid_argument: Q and K of different d_k, K and V
-//    of different seq_k, block < 1, causal with seq_q != seq_k, d_k = 0.
+//    of different seq_k, block < 1, causal with seq_q != seq_k, d_k = 0,
+//    an inf or NaN anywhere in Q, K or V, and (found at the end, since it
+//    shows only in the products) scores too large for float.
 TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal = false,
                                int64_t block = 128);
 
@@ -112,8 +114,8 @@ void kv_append(KVCache& cache, const RowVector& k, const RowVector& v);
 // The new token's attention over every token in the cache (itself included
 // when it was appended first): softmax(q K[0:size]ᵀ / sqrt(d_k)) V[0:size],
 // shape (1, d_v). This is the last row of causal attention over the same
-// tokens: a query never needs the keys after it. An empty cache, or q of
-// the wrong width, is refused with std::invalid_argument.
+// tokens: a query never needs the keys after it. An empty cache, a cache
+// of d_k 0, or q of the wrong width, is refused with std::invalid_argument.
 RowVector kv_attend(const KVCache& cache, const RowVector& q);
 
 // ---------------------------------------------------------------------------
@@ -127,7 +129,8 @@ Mask sliding_window_mask(int64_t seq_len, int64_t window);
 // Causal local attention: each query attends over its last `window` keys
 // only, computed on that band alone, O(seq_len · window · d) time and
 // memory. Equal to chapter 5's masked_attention with sliding_window_mask.
-// Needs seq_q == seq_k; refused otherwise, and for window < 1.
+// Refused with std::invalid_argument: window < 1, Q, K, V with different
+// numbers of rows, Q and K of different d_k, d_k = 0.
 Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_t window);
 
 // Causal linear attention with the feature map φ(x) = elu(x) + 1 (positive,
@@ -135,7 +138,9 @@ Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_
 //   φ(q_i) S_i / (φ(q_i) · z_i),  S_i = Σ_{j ≤ i} φ(k_j)ᵀ v_j,  z_i = Σ_{j ≤ i} φ(k_j),
 // kept as running sums: O(seq_len · d_k · d_v), no seq_len² anywhere. It
 // replaces exp(q·k / sqrt(d_k)) by φ(q)·φ(k): a different attention, not an
-// approximation that converges to the softmax one.
+// approximation that converges to the softmax one. Refused with
+// std::invalid_argument: Q, K, V with different numbers of rows, Q and K of
+// different d_k, d_k = 0.
 Matrix linear_attention(const Matrix& Q, const Matrix& K, const Matrix& V);
 
 }  // namespace sa

@@ -20,14 +20,14 @@ Mask sliding_window_mask(int64_t seq_len, int64_t window) {
 Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_t window) {
   // TODO: each query attends over keys max(0, i - window + 1) .. i only.
   SA_TODO("local_attention",
-          "refuse window < 1 and shapes that differ; per query i: scores over its band of keys only, / sqrt(d_k), "
+          "refuse window < 1, rows or d_k that differ, d_k = 0; per query i: scores over its band of keys only, / sqrt(d_k), "
           "stable softmax, times the band's rows of V");
 }
 
 Matrix linear_attention(const Matrix& Q, const Matrix& K, const Matrix& V) {
   // TODO: causal linear attention with phi(x) = elu(x) + 1 and running sums S and z.
   SA_TODO("linear_attention",
-          "phi(x) = x > 0 ? x + 1 : exp(x); for i in order: S += phi(k_i)ᵀ v_i; z += phi(k_i); out_i = phi(q_i) S "
+          "refuse rows that differ, d_k that differ and d_k = 0; phi(x) = x > 0 ? x + 1 : exp(x); for i in order: S += phi(k_i)ᵀ v_i; z += phi(k_i); out_i = phi(q_i) S "
           "/ (phi(q_i) · z)");
 }
 

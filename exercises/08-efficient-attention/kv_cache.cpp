@@ -20,7 +20,7 @@ void kv_append(KVCache& cache, const RowVector& k, const RowVector& v) {
 RowVector kv_attend(const KVCache& cache, const RowVector& q) {
   // TODO: one query against the rows in use: softmax(q Kᵀ / sqrt(d_k)) V.
   SA_TODO("kv_attend",
-          "refuse an empty cache and q of the wrong width; use only cache.K.topRows(size) and "
+          "refuse an empty cache, d_k = 0 and q of the wrong width; use only cache.K.topRows(size) and "
           "cache.V.topRows(size); subtract the largest score before exp");
 }
 

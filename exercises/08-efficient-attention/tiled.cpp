@@ -19,7 +19,7 @@ namespace sa {
 TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal, int64_t block) {
   // TODO: attention block by block, with a running max m, sum l and unnormalised output per query row.
   SA_TODO("tiled_attention",
-          "refuse bad shapes, block < 1, causal with seq_q != seq_k; for each query block, for each key block "
+          "refuse bad shapes, d_k = 0, non-finite Q/K/V, block < 1, causal with seq_q != seq_k; for each query block, for each key block "
           "(causal: stop after the diagonal block): S = Qb Kbᵀ / sqrt(d_k) (-inf above the diagonal); m_new = "
           "max(m, rowmax S); alpha = exp(m - m_new); P = exp(S - m_new); l = alpha l + rowsum P; acc = alpha acc + "
           "P Vb; m = m_new; finally output = acc / l and lse = m + log l (a row with l = 0: output 0, lse -inf)");

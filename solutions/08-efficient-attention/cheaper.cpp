@@ -21,9 +21,10 @@ Mask sliding_window_mask(int64_t seq_len, int64_t window) {
 
 Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_t window) {
   if (window < 1) throw std::invalid_argument(fmt::format("local_attention: window is {}; it must be at least 1", window));
-  if (Q.rows() != K.rows() || K.rows() != V.rows() || Q.cols() != K.cols())
-    throw std::invalid_argument(fmt::format("local_attention: Q {}, K {}, V {}: needs seq_q == seq_k == seq_v and the same d_k for Q and K",
-                                            shape_str(Q), shape_str(K), shape_str(V)));
+  if (Q.rows() != K.rows() || K.rows() != V.rows() || Q.cols() != K.cols() || Q.cols() == 0)
+    throw std::invalid_argument(fmt::format(
+        "local_attention: Q {}, K {}, V {}: needs seq_q == seq_k == seq_v and the same d_k > 0 for Q and K",
+        shape_str(Q), shape_str(K), shape_str(V)));
   const float scale = 1.0f / std::sqrt(float(Q.cols()));
   Matrix out(Q.rows(), V.cols());
   RowVector scores;
@@ -39,9 +40,10 @@ Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_
 }
 
 Matrix linear_attention(const Matrix& Q, const Matrix& K, const Matrix& V) {
-  if (Q.rows() != K.rows() || K.rows() != V.rows() || Q.cols() != K.cols())
-    throw std::invalid_argument(fmt::format("linear_attention: Q {}, K {}, V {}: needs seq_q == seq_k == seq_v and the same d_k for Q and K",
-                                            shape_str(Q), shape_str(K), shape_str(V)));
+  if (Q.rows() != K.rows() || K.rows() != V.rows() || Q.cols() != K.cols() || Q.cols() == 0)
+    throw std::invalid_argument(fmt::format(
+        "linear_attention: Q {}, K {}, V {}: needs seq_q == seq_k == seq_v and the same d_k > 0 for Q and K",
+        shape_str(Q), shape_str(K), shape_str(V)));
   // φ(x) = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise. Always > 0, so
   // every weight φ(q)·φ(k) is positive, as a softmax weight is.
   auto phi = [](const auto& x) { return x.unaryExpr([](float v) { return v > 0.0f ? v + 1.0f : std::exp(v); }); };

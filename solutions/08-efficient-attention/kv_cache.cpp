@@ -22,6 +22,7 @@ void kv_append(KVCache& cache, const RowVector& k, const RowVector& v) {
 
 RowVector kv_attend(const KVCache& cache, const RowVector& q) {
   if (cache.size == 0) throw std::invalid_argument("kv_attend: the cache is empty; append the token's k and v first");
+  if (cache.K.cols() == 0) throw std::invalid_argument("kv_attend: d_k is 0; scores would divide by sqrt(0)");
   if (q.size() != cache.K.cols())
     throw std::invalid_argument(
         fmt::format("kv_attend: q has {} columns; the cache's keys have d_k {}", q.size(), cache.K.cols()));

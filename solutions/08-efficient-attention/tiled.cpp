@@ -61,9 +61,10 @@ TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V
   const float scale = 1.0f / std::sqrt(float(Q.cols()));
 
   TiledAttention result{Matrix::Zero(seq_q, d_v), ColVector::Constant(seq_q, -kInf)};
-  // One tile's work space, reused for every tile: O(block²), not O(seq²).
-  Matrix S(block, block);
-  ColVector row_max(block), row_sum(block);
+  // One tile's work space, reused for every tile: O(block²), not O(seq²)
+  // (and never larger than the matrix itself, whatever block is).
+  Matrix S(std::min(block, seq_q), std::min(block, seq_k));
+  ColVector row_max(S.rows()), row_sum(S.rows());
 
   for (int64_t q0 = 0; q0 < seq_q; q0 += block) {
     const int64_t rows = std::min(block, seq_q - q0);
@@ -132,7 +133,7 @@ AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const 
   // that exp(S - lse) is not exp(-inf + inf).
   const ColVector lse = fwd.lse.unaryExpr([](float x) { return x == -kInf ? kInf : x; });
 
-  Matrix P(block, block), dP(block, block);
+  Matrix P(std::min(block, seq_q), std::min(block, seq_k)), dP(P.rows(), P.cols());
   // Key blocks outside, query blocks inside: dK and dV of one key block are
   // finished in one sweep; dQ gathers from every key block.
   for (int64_t k0 = 0; k0 < seq_k; k0 += block) {
