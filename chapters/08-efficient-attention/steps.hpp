@@ -7,9 +7,12 @@
 //   steps_cheaper.cpp     step 7: local and linear attention
 #pragma once
 
+#include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/rng.hpp"
 #include "sa/tensor.hpp"
+
+#include <fmt/core.h>
 
 #include <cstdint>
 #include <string>
@@ -37,7 +40,19 @@ struct Options {
 };
 
 // Throws UsageError naming the flags when o asks for more than the bounds.
-void check_work(const Options& o);
+inline void check_work(const Options& o) {
+  const int64_t tiles_per_side = (o.seq_len + o.block - 1) / o.block;
+  if (tiles_per_side * tiles_per_side > kMaxTiles)
+    throw UsageError(fmt::format("--block {} cuts seq_len {} into {} x {} tiles; at most {} are allowed (use --block {} "
+                                 "or more)",
+                                 o.block, o.seq_len, tiles_per_side, tiles_per_side, kMaxTiles, (o.seq_len + 1023) / 1024));
+  if (o.seq_len * o.seq_len * o.d_k > kMaxScoreWork)
+    throw UsageError(fmt::format("--seq-len {} with --d-k {} asks for {:.2e} operations per forward; at most {:.2e} "
+                                 "(seq_len² · d_k <= 2^38, about 10 s on one core)",
+                                 o.seq_len, o.d_k, 4.0 * double(o.seq_len) * double(o.seq_len) * double(o.d_k),
+                                 4.0 * double(kMaxScoreWork)));
+}
+
 
 // The small example every value of steps 2 to 5 and 7 is printed for:
 // seq_len 10, d_k 4, tiles of 4 (so the last tile holds only 2 rows).

@@ -16,19 +16,6 @@
 
 namespace sa::ch8 {
 
-void check_work(const Options& o) {
-  const int64_t tiles_per_side = (o.seq_len + o.block - 1) / o.block;
-  if (tiles_per_side * tiles_per_side > kMaxTiles)
-    throw UsageError(fmt::format("--block {} cuts seq_len {} into {} x {} tiles; at most {} are allowed (use --block {} "
-                                 "or more)",
-                                 o.block, o.seq_len, tiles_per_side, tiles_per_side, kMaxTiles, (o.seq_len + 1023) / 1024));
-  if (o.seq_len * o.seq_len * o.d_k > kMaxScoreWork)
-    throw UsageError(fmt::format("--seq-len {} with --d-k {} asks for {:.2e} operations per forward; at most {:.2e} "
-                                 "(seq_len² · d_k <= 2^38, about 10 s on one core)",
-                                 o.seq_len, o.d_k, 4.0 * double(o.seq_len) * double(o.seq_len) * double(o.d_k),
-                                 4.0 * double(kMaxScoreWork)));
-}
-
 Small make_small(Generator& gen) {
   Small s;
   s.Q = gen.randn(Small::seq_len, Small::d_k);

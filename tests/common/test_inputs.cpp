@@ -2,6 +2,7 @@
 // not an exercise, so it is tested here and not in the chapter's hidden
 // suite (whose untouched run must fail only with "not implemented yet").
 #include "07-training/corpus.hpp"
+#include "08-efficient-attention/steps.hpp"
 
 #include <sys/stat.h>
 
@@ -51,4 +52,22 @@ TEST_CASE("corpus: a folder, a pipe, a binary file and sizes beyond the limits a
   std::string many;
   for (std::size_t i = 0; i <= kMaxCorpusSentences; ++i) many += "a b\n";
   CHECK_THROWS_WITH(parse_corpus(many, "many"), "corpus 'many' has more than 10000 sentences");
+}
+
+TEST_CASE("chapter 8: a run whose tiles or operations pass the bounds is refused before any work",
+          "[common][inputs]") {
+  using sa::ch8::check_work;
+  sa::ch8::Options o;  // the defaults: seq_len 1024, d_k 64, block 128
+  CHECK_NOTHROW(check_work(o));
+  o.seq_len = 65536;
+  o.block = 64;  // 1024 x 1024 tiles: exactly the bound
+  CHECK_NOTHROW(check_work(o));
+  o.block = 63;  // 1041 x 1041 tiles
+  CHECK_THROWS_WITH(check_work(o), "--block 63 cuts seq_len 65536 into 1041 x 1041 tiles; at most 1048576 are "
+                                   "allowed (use --block 64 or more)");
+  o.block = 128;
+  o.d_k = 65;  // 65536² · 65 > 2^38
+  CHECK_THROWS_WITH(check_work(o), Catch::Matchers::StartsWith("--seq-len 65536 with --d-k 65 asks for"));
+  o.d_k = 64;
+  CHECK_NOTHROW(check_work(o));
 }
