@@ -36,17 +36,12 @@ inline Matrix uniform_weights(int64_t seq, bool causal) {
   return P;
 }
 
-inline std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
 // The ids of a text in a vocabulary given as its token strings (tokens[id]),
 // matched without regard to case ("sep" finds "SEP"). An unknown token is a
 // UsageError that names it and shows what the vocabulary holds.
 inline std::vector<int64_t> encode_text(const std::string& text, const std::vector<std::string>& tokens) {
   std::vector<std::string> lowered;
-  for (const std::string& t : tokens) lowered.push_back(lower(t));
+  for (const std::string& t : tokens) lowered.push_back(lower_case(t));
   const Vocabulary vocab(lowered);
   if (vocab.size() != int64_t(tokens.size()))
     throw UsageError("the vocabulary holds the same token twice (ignoring case): cannot look words up in it");

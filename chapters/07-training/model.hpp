@@ -356,36 +356,41 @@ class TinyTransformer {
   void backward() {
     Workspace& w = current();
     if (w.targets.size() != size_t(w.logits.rows())) throw std::logic_error("backward: compute a loss first");
-    ActivationGrads& k = w.kept;
+    // The logits exist only for the kept rows (positions first .. seq-1 of
+    // each sequence, see Workspace), so the backward starts on those rows
+    // and widens to all rows at the last block's attention.
+    ActivationGrads& kept_grads = w.kept;
     cross_entropy_backward(w.probs, w.targets, w.d_logits);
-    linear_backward(w.y, params.head, w.d_logits, k.d_m, grads.head);
+    linear_backward(w.y, params.head, w.d_logits, kept_grads.d_m, grads.head);
     // d_x is the gradient of the residual stream, carried down the blocks.
-    layernorm_backward(k.d_m, w.ln_f, params.ln_f, k.d_x, grads.ln_f);
+    layernorm_backward(kept_grads.d_m, w.ln_f, params.ln_f, kept_grads.d_x, grads.ln_f);
     for (int64_t l = cfg_.n_layers - 1; l >= 0; --l) {
       const bool last = l == cfg_.n_layers - 1;
-      const BlockParams& p = params.blocks[size_t(l)];
-      BlockParams& g = grads.blocks[size_t(l)];
-      BlockCache& c = w.blocks[size_t(l)];
-      ActivationGrads& r = last ? w.kept : w.all;  // the rows after the attention
+      const BlockParams& block = params.blocks[size_t(l)];
+      BlockParams& block_grads = grads.blocks[size_t(l)];
+      BlockCache& cache = w.blocks[size_t(l)];
+      // The rows after the attention: only the kept ones in the last block
+      // (nothing after it reads the others), every row before it.
+      ActivationGrads& after_att = last ? w.kept : w.all;
       // x_out = x_mid + FFN(x_mid): the identity passes d_x through, the
       // feed-forward branch adds its part.
-      linear_backward(c.g, p.fc2, r.d_x, r.d_g, g.fc2);
-      gelu_backward(c.h, r.d_g, r.d_h);
-      linear_backward(c.m, p.fc1, r.d_h, r.d_m, g.fc1);
-      layernorm_backward(r.d_m, c.ln2, p.ln2, r.d_ln, g.ln2);
-      r.d_x += r.d_ln;  // now the gradient of x_mid
+      linear_backward(cache.g, block.fc2, after_att.d_x, after_att.d_g, block_grads.fc2);
+      gelu_backward(cache.h, after_att.d_g, after_att.d_h);
+      linear_backward(cache.m, block.fc1, after_att.d_h, after_att.d_m, block_grads.fc1);
+      layernorm_backward(after_att.d_m, cache.ln2, block.ln2, after_att.d_ln, block_grads.ln2);
+      after_att.d_x += after_att.d_ln;  // now the gradient of x_mid
       // x_mid = x_in + W_o · attention(...): the same again.
-      linear_backward(last ? c.att_kept : c.att, p.W_o, r.d_x, r.d_att, g.W_o);
-      if (last) {  // rows that were not kept got no gradient
+      linear_backward(last ? cache.att_kept : cache.att, block.W_o, after_att.d_x, after_att.d_att, block_grads.W_o);
+      if (last) {  // every row enters the attention; the rows that were not kept got no gradient
         w.all.d_att.setZero();
-        add_scattered_rows(r.d_att, w.seq, w.first, w.all.d_att);
+        add_scattered_rows(after_att.d_att, w.seq, w.first, w.all.d_att);
       }
-      attention_backward(c.qkv, c.P, w.all.d_att, w.batch, cfg_.n_heads, w.d_P, w.d_qkv);
-      linear_backward(c.a, p.qkv, w.d_qkv, w.all.d_m, g.qkv);
-      layernorm_backward(w.all.d_m, c.ln1, p.ln1, w.all.d_ln, g.ln1);
+      attention_backward(cache.qkv, cache.P, w.all.d_att, w.batch, cfg_.n_heads, w.d_P, w.d_qkv);
+      linear_backward(cache.a, block.qkv, w.d_qkv, w.all.d_m, block_grads.qkv);
+      layernorm_backward(w.all.d_m, cache.ln1, block.ln1, w.all.d_ln, block_grads.ln1);
       if (last) {  // the gradient of x_in: the identity path (kept rows) plus the attention branch
         w.all.d_x = w.all.d_ln;
-        add_scattered_rows(r.d_x, w.seq, w.first, w.all.d_x);
+        add_scattered_rows(after_att.d_x, w.seq, w.first, w.all.d_x);
       } else {
         w.all.d_x += w.all.d_ln;
       }
@@ -413,25 +418,25 @@ class TinyTransformer {
     const Matrix* x = &w.x0;
     for (int64_t l = 0; l < cfg_.n_layers; ++l) {
       const bool last = l == cfg_.n_layers - 1;
-      const BlockParams& p = params.blocks[size_t(l)];
-      BlockCache& c = w.blocks[size_t(l)];
+      const BlockParams& block = params.blocks[size_t(l)];
+      BlockCache& cache = w.blocks[size_t(l)];
       // x_mid = x + W_o · attention(LayerNorm1(x))
-      layernorm_forward(*x, p.ln1, c.a, c.ln1);
-      linear_forward(c.a, p.qkv, c.qkv);
-      attention_forward(c.qkv, batch, cfg_.n_heads, w.mask, c.scores, c.P, c.att);
-      if (last) {  // from here on, only the kept rows
-        gather_rows(c.att, w.seq, w.first, c.att_kept);
-        gather_rows(*x, w.seq, w.first, c.x_kept);
+      layernorm_forward(*x, block.ln1, cache.a, cache.ln1);
+      linear_forward(cache.a, block.qkv, cache.qkv);
+      attention_forward(cache.qkv, batch, cfg_.n_heads, w.mask, cache.scores, cache.P, cache.att);
+      if (last) {  // from here on, only the kept rows: nothing after the last attention mixes positions
+        gather_rows(cache.att, w.seq, w.first, cache.att_kept);
+        gather_rows(*x, w.seq, w.first, cache.x_kept);
       }
-      linear_forward(last ? c.att_kept : c.att, p.W_o, c.x_mid);
-      c.x_mid += last ? c.x_kept : *x;
+      linear_forward(last ? cache.att_kept : cache.att, block.W_o, cache.x_mid);
+      cache.x_mid += last ? cache.x_kept : *x;
       // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
-      layernorm_forward(c.x_mid, p.ln2, c.m, c.ln2);
-      linear_forward(c.m, p.fc1, c.h);
-      gelu_forward(c.h, c.g);
-      linear_forward(c.g, p.fc2, c.x_out);
-      c.x_out += c.x_mid;
-      x = &c.x_out;
+      layernorm_forward(cache.x_mid, block.ln2, cache.m, cache.ln2);
+      linear_forward(cache.m, block.fc1, cache.h);
+      gelu_forward(cache.h, cache.g);
+      linear_forward(cache.g, block.fc2, cache.x_out);
+      cache.x_out += cache.x_mid;
+      x = &cache.x_out;
     }
     layernorm_forward(*x, params.ln_f, w.y, w.ln_f);
     linear_forward(w.y, params.head, w.logits);

@@ -10,10 +10,14 @@
 
 namespace sa {
 
-std::vector<std::string> tokenize(std::string_view text) {
+std::string lower_case(std::string_view text) {
   std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  std::istringstream in(lower);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return lower;
+}
+
+std::vector<std::string> tokenize(std::string_view text) {
+  std::istringstream in(lower_case(text));
   std::vector<std::string> tokens;
   for (std::string w; in >> w;) tokens.push_back(w);
   if (tokens.empty()) throw UsageError("the text has no tokens: give at least one word");

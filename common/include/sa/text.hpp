@@ -12,6 +12,10 @@
 
 namespace sa {
 
+// The text in lower case (ASCII letters; other bytes unchanged): how the
+// book compares words ("The" and "the" are one token).
+std::string lower_case(std::string_view text);
+
 // Lower-cases and splits on white space; throws UsageError when the text has
 // no words.
 std::vector<std::string> tokenize(std::string_view text);
