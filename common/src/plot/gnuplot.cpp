@@ -1,0 +1,219 @@
+// The gnuplot process: errors, the text of a script (quoting user strings,
+// numbers, datablocks), finding a gnuplot with pngcairo, and running one
+// script into one complete PNG (render), with gnuplot's errors turned into
+// exceptions. Also the public sa::plot::available().
+
+#include "detail.hpp"
+
+#include <fmt/format.h>
+#include <gnuplot-iostream.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace sa::plot {
+namespace detail {
+
+namespace fs = std::filesystem;
+
+// ---- Errors -----------------------------------------------------------------
+
+[[noreturn]] void bad_input(std::string_view fn, const std::string& what) {
+  throw std::invalid_argument(fmt::format("sa::plot::{}: {}", fn, what));
+}
+
+void check_size(std::string_view fn, int width, int height) {
+  if (width <= 0 || height <= 0) {
+    bad_input(fn, fmt::format("image size {} x {} must be positive", width, height));
+  }
+}
+
+// ---- Text for gnuplot --------------------------------------------------------
+
+// A gnuplot string literal holding `s` verbatim. Single quotes, because in
+// double quotes gnuplot would run `backquoted` text through the shell and
+// interpret backslashes. Only a quote needs escaping ('' inside '...'). A
+// newline cannot be written inside single quotes, so it is spliced in with
+// gnuplot's string concatenation: 'line 1'."\n".'line 2'. Tic labels are
+// kept on one line (multiline = false).
+std::string gq(std::string_view s, bool multiline) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "''";
+    } else if (c == '\n') {
+      out += multiline ? "'.\"\\n\".'" : " ";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';  // tabs, carriage returns, other control characters
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+// A number in a datablock. fmt's "{}" is the shortest exact form and ignores
+// the locale; gnuplot reads NaN as an undefined point.
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("NaN"); }
+
+void datablock(std::string& script, const std::string& name, const std::string& rows) {
+  script += name + " << EOD\n" + rows + "EOD\n";
+}
+
+// ---- Running gnuplot ---------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void failed(std::string_view fn, const std::string& what) {
+  throw std::runtime_error(fmt::format("sa::plot::{}: {}", fn, what));
+}
+
+// A word for /bin/sh, single-quoted.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+constexpr const char* kFailMarker = "SA_PLOT_GNUPLOT_FAILED";
+constexpr const char* kFont = "Sans";
+
+enum class Gnuplot_status { ok, not_found, no_pngcairo };
+
+Gnuplot_status probe() {
+  static const Gnuplot_status status = [] {
+    bool found = false;
+    if (const char* path = std::getenv("PATH")) {
+      std::stringstream dirs(path);
+      std::string dir;
+      while (!found && std::getline(dirs, dir, ':')) {
+        const fs::path exe = fs::path(dir.empty() ? "." : dir) / "gnuplot";
+        found = ::access(exe.c_str(), X_OK) == 0 && !fs::is_directory(exe);
+      }
+    }
+    if (!found) return Gnuplot_status::not_found;
+    // gnuplot-x11 and gnuplot-nox both have pngcairo; a minimal build may not.
+    const int rc = std::system("gnuplot -d -e 'set terminal pngcairo' >/dev/null 2>&1");
+    return rc == 0 ? Gnuplot_status::ok : Gnuplot_status::no_pngcairo;
+  }();
+  return status;
+}
+
+fs::path temp_log_path() {
+  static std::atomic<unsigned> counter{0};
+  return fs::temp_directory_path() / fmt::format("sa-plot-{}-{}.log", ::getpid(), counter++);
+}
+
+// The first error gnuplot reported, e.g. "line 12: undefined variable: x".
+std::string first_error(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, fallback;
+  while (std::getline(in, line)) {
+    const auto start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line.find(kFailMarker) != std::string::npos) continue;
+    // Trim and collapse runs of spaces ("line 0:          cannot open file").
+    std::string squeezed;
+    for (char c : line.substr(start)) {
+      if (!(c == ' ' && !squeezed.empty() && squeezed.back() == ' ')) squeezed += c == '\t' ? ' ' : c;
+    }
+    line = squeezed;
+    if (line.rfind("gnuplot>", 0) == 0 || line == "^") continue;  // the echoed command
+    const bool warning = line.find("arning") != std::string::npos;
+    if (line.rfind("line ", 0) == 0 && !warning) return line;
+    if (fallback.empty() && !warning) fallback = line;
+  }
+  return fallback.empty() ? "gnuplot exited with an error" : fallback;
+}
+
+// A PNG is complete when it starts with the signature and ends with IEND.
+bool is_complete_png(const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec || size < 20) return false;
+  std::ifstream f(p, std::ios::binary);
+  std::array<char, 8> head{};
+  std::array<char, 12> tail{};
+  f.read(head.data(), head.size());
+  f.seekg(-12, std::ios::end);
+  f.read(tail.data(), tail.size());
+  return f.good() && std::string_view(head.data(), 8) == "\x89PNG\r\n\x1a\n" &&
+         std::string_view(tail.data() + 4, 4) == "IEND";
+}
+
+}  // namespace
+
+// Returns "" after saying once, on stderr, why figures are skipped.
+std::string skipped() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::cerr << (probe() == Gnuplot_status::no_pngcairo
+                      ? "figures skipped: gnuplot has no pngcairo terminal (apt-get install gnuplot-nox)"
+                      : "figures skipped: gnuplot not found (apt-get install gnuplot-nox)")
+              << std::endl;
+  });
+  return "";
+}
+
+// Draws `body` (everything after the terminal and output are set) into
+// png_path and returns once the file is complete.
+std::string render(std::string_view fn, const std::string& png_path, int width, int height,
+                   const std::string& body) {
+  const fs::path out(png_path);
+  std::error_code ec;
+  if (out.has_parent_path()) {
+    fs::create_directories(out.parent_path(), ec);
+    if (ec) failed(fn, fmt::format("cannot create directory {}: {}", out.parent_path().string(), ec.message()));
+  }
+  if (fs::is_directory(out, ec)) failed(fn, fmt::format("{} is a directory, not a PNG file name", png_path));
+  // Remove a previous figure so that the check below sees only this one.
+  fs::remove(out, ec);
+
+  std::string script;
+  script += "set encoding utf8\n";
+  // noenhanced: text is literal, so "d_k" stays d_k instead of a subscript.
+  script += fmt::format("set terminal pngcairo size {},{} noenhanced font '{},11' background rgb 'white'\n",
+                        width, height, kFont);
+  script += "set output " + gq(png_path, false) + "\n";
+  script += body;
+  script += "unset multiplot\nunset output\n";  // closes the PNG
+
+  if (std::getenv("SA_PLOT_KEEP_SCRIPT")) std::ofstream(png_path + ".gp") << script;
+
+  const fs::path log = temp_log_path();
+  {
+    // The shell joins gnuplot's stdout and stderr in the log and appends a
+    // marker when gnuplot exits non-zero (which it does after any error).
+    Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", shell_quote(log.string()), kFailMarker));
+    gp << script << std::flush;
+  }  // ~Gnuplot: flush, pclose -> waits until gnuplot has exited.
+
+  std::string log_text;
+  {
+    std::ifstream in(log);
+    log_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  fs::remove(log, ec);
+  if (log_text.find(kFailMarker) != std::string::npos) {
+    failed(fn, fmt::format("gnuplot failed drawing {}: {}", png_path, first_error(log_text)));
+  }
+  if (!is_complete_png(out)) failed(fn, fmt::format("gnuplot wrote no complete PNG at {}", png_path));
+  return png_path;
+}
+
+}  // namespace detail
+
+// True when a gnuplot with pngcairo is on PATH (looked for once).
+bool available() { return detail::probe() == detail::Gnuplot_status::ok; }
+
+}  // namespace sa::plot
