@@ -173,13 +173,10 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   });
 
   figures.draw("attention_weights.png", [&](const std::string& path) {
-    plot::Heatmap h;
-    h.title = fmt::format("Attention weights softmax(Q K^T / sqrt({})): every row sums to 1", o.d_k);
-    h.values = weights;
-    h.row_labels = tokens;
-    h.col_labels = tokens;
+    plot::Heatmap h = plot::weights_heatmap(
+        fmt::format("Attention weights softmax(Q K^T / sqrt({})): every row sums to 1", o.d_k), weights, tokens);
+    h.vmax.reset();  // one panel, untrained weights far below 1: the data's own range shows them
     h.cblabel = "weight";
-    h.vmin = 0;
     h.decimals = 3;
     return plot::heatmap(path, h);
   });

@@ -96,15 +96,11 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     for (int64_t h = 0; h < shown; ++h) vmax = std::max(vmax, weights.view(0, h).maxCoeff());
     std::vector<plot::Heatmap> panels;
     for (int64_t h = 0; h < shown; ++h) {
-      plot::Heatmap p;
-      p.title = fmt::format("head {}: H = {:.3f}, focus = {:.3f}", h, stats[size_t(h)].mean_entropy,
-                            stats[size_t(h)].focus);
-      p.values = weights.view(0, h);
-      p.row_labels = tokens;
-      p.col_labels = tokens;
+      plot::Heatmap p = plot::weights_heatmap(
+          fmt::format("head {}: H = {:.3f}, focus = {:.3f}", h, stats[size_t(h)].mean_entropy, stats[size_t(h)].focus),
+          weights.view(0, h), tokens);
       p.cblabel = "weight";
-      p.vmin = 0;
-      p.vmax = vmax;
+      p.vmax = vmax;  // the largest weight of any head: panels compare, and untrained heads are not washed out
       p.decimals = 2;
       panels.push_back(p);
     }
@@ -144,17 +140,19 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   });
 
   figures.draw("cross_attention.png", [&](const std::string& path) {
-    plot::Heatmap h;
-    h.title = fmt::format("Cross-attention, head 0: {} queries over {} keys of another sequence (rows sum to 1; "
-                          "uniform = 1/{} = {:.2f})",
-                          kCrossQueries, kCrossKeys, kCrossKeys, 1.0 / kCrossKeys);
-    h.values = cross_weights.view(0, 0);
+    std::vector<std::string> query_labels;
+    for (int64_t i = 0; i < kCrossQueries; ++i) query_labels.push_back(std::to_string(i));
+    plot::Heatmap h = plot::weights_heatmap(
+        fmt::format("Cross-attention, head 0: {} queries over {} keys of another sequence (rows sum to 1; "
+                    "uniform = 1/{} = {:.2f})",
+                    kCrossQueries, kCrossKeys, kCrossKeys, 1.0 / kCrossKeys),
+        cross_weights.view(0, 0), query_labels);
+    h.vmax.reset();  // 50 keys: weights near 1/50, invisible on [0, 1]
     h.xlabel = "key (encoder position)";
     h.ylabel = "query (decoder position)";
     h.cblabel = "weight";
-    h.vmin = 0;
     h.annotate = false;
-    for (int64_t i = 0; i < kCrossQueries; ++i) h.row_labels.push_back(std::to_string(i));
+    h.col_labels.clear();  // the keys are another sequence: every 5th position labelled
     for (int64_t j = 0; j < kCrossKeys; ++j) h.col_labels.push_back(j % 5 == 0 ? std::to_string(j) : "");
     return plot::heatmap(path, h, 1400, 350);  // 10 x 50 square cells: a wide, low figure
   });

@@ -151,12 +151,8 @@ void draw_figures(Figures& figures, const FigureData& d) {
     scores.cblabel = "q.k / sqrt(d_k)";
     scores.diverging = true;
     scores.decimals = 2;
-    plot::Heatmap weights;
-    weights.title = "3. softmax: weights (upper triangle 0)";
-    weights.values = d.causal_weights;
+    plot::Heatmap weights = plot::weights_heatmap("3. softmax: weights (upper triangle 0)", d.causal_weights, d.tokens);
     weights.cblabel = "weight";
-    weights.vmin = 0;
-    weights.vmax = 1;
     for (plot::Heatmap* h : {&mask, &scores, &weights}) {
       h->row_labels = d.tokens;
       h->col_labels = d.tokens;
@@ -167,17 +163,11 @@ void draw_figures(Figures& figures, const FigureData& d) {
   });
 
   figures.draw("bidirectional_vs_causal.png", [&](const std::string& path) {
-    plot::Heatmap bi, causal;
-    bi.title = "bidirectional: every query sees every key";
-    bi.values = d.bidirectional_weights;
-    causal.title = "causal: query i sees keys 0..i";
-    causal.values = d.causal_weights;
+    plot::Heatmap bi = plot::weights_heatmap("bidirectional: every query sees every key", d.bidirectional_weights,
+                                             d.tokens);
+    plot::Heatmap causal = plot::weights_heatmap("causal: query i sees keys 0..i", d.causal_weights, d.tokens);
     for (plot::Heatmap* h : {&bi, &causal}) {
-      h->row_labels = d.tokens;
-      h->col_labels = d.tokens;
       h->cblabel = "weight";
-      h->vmin = 0;
-      h->vmax = 1;
       h->annotate = annotate;
     }
     return plot::heatmap_grid(path, "The same scores, without and with the causal mask (one head, d_k = d_model)", 1, 2,
@@ -195,18 +185,13 @@ void draw_figures(Figures& figures, const FigureData& d) {
       }
     std::vector<plot::Heatmap> panels;
     for (int64_t h = 0; h < n; ++h) {
-      plot::Heatmap p;
       const Matrix w = d.head_weights.view(0, h);
       const auto H = row_entropy(w);
       double mean_h = 0;
       for (double x : H) mean_h += x / double(H.size());
-      p.title = fmt::format("head {}: H {:.2f} nats, focus {:.2f}", h, mean_h, focus(w));
-      p.values = w;
-      p.row_labels = d.tokens;
-      p.col_labels = d.tokens;
+      plot::Heatmap p = plot::weights_heatmap(fmt::format("head {}: H {:.2f} nats, focus {:.2f}", h, mean_h, focus(w)),
+                                              w, d.tokens);
       p.cblabel = "weight";
-      p.vmin = 0;
-      p.vmax = 1;
       p.annotate = annotate && n <= 8;
       panels.push_back(p);
     }
@@ -220,14 +205,11 @@ void draw_figures(Figures& figures, const FigureData& d) {
     std::vector<plot::Heatmap> panels;
     for (int pass = 0; pass < 2; ++pass)
       for (int64_t b = 0; b < batch; ++b) {
-        plot::Heatmap p;
-        p.title = fmt::format("length {}: {}", d.lengths[size_t(b)], pass == 0 ? "padding mask" : "padding + causal");
-        p.values = pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)];
-        p.row_labels = padded_labels(d.tokens, d.lengths[size_t(b)]);
-        p.col_labels = p.row_labels;
+        plot::Heatmap p = plot::weights_heatmap(
+            fmt::format("length {}: {}", d.lengths[size_t(b)], pass == 0 ? "padding mask" : "padding + causal"),
+            pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)],
+            padded_labels(d.tokens, d.lengths[size_t(b)]));
         p.cblabel = "weight";
-        p.vmin = 0;
-        p.vmax = 1;
         p.annotate = annotate;
         panels.push_back(p);
       }

@@ -91,14 +91,9 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
                   const std::vector<Checkpoint>& curve) {
   const double vmax = std::max(double(dropped.maxCoeff()), double(weights.maxCoeff()));
   auto panel = [&](const std::string& title, const Matrix& values) {
-    plot::Heatmap h;
-    h.title = title;
-    h.values = values;
-    h.row_labels = tokens;
-    h.col_labels = tokens;
+    plot::Heatmap h = plot::weights_heatmap(title, values, tokens);
     h.cblabel = "weight";
-    h.vmin = 0;
-    h.vmax = vmax;  // one colour scale for both panels: a darker cell is a larger weight
+    h.vmax = vmax;  // survivors are scaled up by 1/(1-p): one scale for every panel, a darker cell is larger
     h.decimals = 3;
     return h;
   };
