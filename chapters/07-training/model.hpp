@@ -48,11 +48,17 @@ struct ModelConfig {
   // (bidirectional, like an encoder); with a next-token loss that lets
   // position i read its own target at i + 1 (task 2 shows what happens).
   bool causal = true;
+  // With causal: 0 = every earlier key; w > 0 = only the last w keys,
+  // i - w + 1 .. i (local attention, chapter 8 compares it on the reversal
+  // task). Checkpoints always hold 0.
+  int64_t window = 0;
 
   int64_t d_k() const { return d_model / n_heads; }
   void validate() const {
     if (vocab < 1 || max_seq < 1 || d_model < 1 || n_heads < 1 || n_layers < 1 || d_ff < 1)
       throw std::invalid_argument("ModelConfig: every size must be at least 1");
+    if (window < 0 || (window > 0 && !causal))
+      throw std::invalid_argument("ModelConfig: a window needs a causal model and must be at least 1 (0: none)");
     if (d_model % n_heads != 0)
       throw std::invalid_argument(
           fmt::format("d_model {} is not divisible by {} heads: every head gets d_model / n_heads columns", d_model,
@@ -260,6 +266,8 @@ struct Workspace {
       : batch(batch_), seq(seq_), first(first_), all(batch_ * seq_, cfg), kept(batch_ * (seq_ - first_), cfg) {
     const int64_t d = cfg.d_model, weights_rows = batch * cfg.n_heads * seq;
     mask = cfg.causal ? causal_mask(seq) : Mask::Constant(seq, seq, true);
+    for (int64_t i = 0; cfg.window > 0 && i < seq; ++i)  // local attention: hide keys before i - window + 1
+      mask.row(i).head(std::max<int64_t>(0, i - cfg.window + 1)).setConstant(false);
     ids.reserve(size_t(rows()));
     x0.resize(rows(), d);
     for (int64_t l = 0; l < cfg.n_layers; ++l) {

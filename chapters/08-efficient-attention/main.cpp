@@ -31,6 +31,8 @@ void run(int argc, char** argv) {
   cli.add("--block", &o.block, "rows and columns of a tile in the large run", IntRange{1, 4096});
   cli.add("--window", &o.window, "keys a query sees in local attention (step 7)", IntRange{1, kMaxSeqLen});
   cli.add("--gen-tokens", &o.gen_tokens, "tokens generated to time the key/value cache (step 6)", IntRange{8, 1024});
+  cli.add("--reversal-epochs", &o.reversal_epochs, "epochs of chapter 7's reversal task per window (step 7)",
+          IntRange{1, 100});
   cli.parse(argc, argv);
   check_work(o);
 
@@ -63,6 +65,7 @@ void run(int argc, char** argv) {
 
   step(7, "Cheaper attentions: local and linear");
   cheaper_demo(small, large, o, figures);
+  local_on_reversal(cli.seed, o.reversal_epochs, figures);
 
   step(8, "Attention against recurrent and convolutional layers");
   compare_layers(o);

@@ -37,6 +37,7 @@ struct Options {
   int64_t block = 128;
   int64_t window = 64;
   int64_t gen_tokens = 256;
+  int64_t reversal_epochs = 10;
 };
 
 // Throws UsageError naming the flags when o asks for more than the bounds.
@@ -81,6 +82,7 @@ void backward_demo(const Small& small, const Large& large, const Options& o);
 void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures);
 void cheaper_demo(const Small& small, const Large& large, const Options& o, Figures& figures);
 void compare_layers(const Options& o);
+void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures);
 
 // "512.0 MiB", "64.0 KiB", "1.00 GiB".
 std::string bytes_str(double bytes);

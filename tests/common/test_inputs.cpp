@@ -71,3 +71,12 @@ TEST_CASE("chapter 8: a run whose tiles or operations pass the bounds is refused
   o.d_k = 64;
   CHECK_NOTHROW(check_work(o));
 }
+
+TEST_CASE("ModelConfig refuses a negative window and a window without the causal mask", "[common][inputs]") {
+  ModelConfig cfg;
+  cfg.window = -1;
+  CHECK_THROWS_AS(cfg.validate(), std::invalid_argument);
+  cfg.window = 3;
+  cfg.causal = false;
+  CHECK_THROWS_AS(cfg.validate(), std::invalid_argument);
+}
