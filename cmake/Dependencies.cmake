@@ -18,6 +18,12 @@ sa_require_package(fmt_FOUND libfmt-dev)
 find_package(Boost 1.74 QUIET COMPONENTS iostreams filesystem)
 sa_require_package(Boost_FOUND "libboost-iostreams-dev libboost-filesystem-dev")
 
+# Chapter 7's checkpoints: safetensors files, whose JSON header is parsed and
+# written with nlohmann-json and whose CRC-32 is Boost.CRC's (header-only,
+# boost/crc.hpp: Boost::headers).
+find_package(nlohmann_json 3 QUIET)
+sa_require_package(nlohmann_json_FOUND nlohmann-json3-dev)
+
 find_path(SA_GNUPLOT_IOSTREAM_DIR gnuplot-iostream.h)
 if(NOT SA_GNUPLOT_IOSTREAM_DIR)
   sa_require_package(SA_GNUPLOT_IOSTREAM_DIR libgnuplot-iostream-dev)

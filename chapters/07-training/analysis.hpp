@@ -5,8 +5,10 @@
 #pragma once
 
 #include "07-training/model.hpp"
+#include "07-training/patterns.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/plot.hpp"
 #include "sa/text.hpp"
 
 #include <fmt/core.h>
@@ -95,6 +97,31 @@ inline double next_token_weight(const Matrix& P) {
   double s = 0;
   for (int64_t i = 0; i + 1 < P.rows() && i + 1 < P.cols(); ++i) s += P(i, i + 1);
   return s / double(P.rows() - 1);
+}
+
+// Every head of every layer as a heatmap panel (rows: layers), sequence b
+// of the model's last forward, labelled with `labels`.
+inline std::vector<plot::Heatmap> heatmap_panels(const TinyTransformer& model, int64_t b, const std::vector<std::string>& labels) {
+  std::vector<plot::Heatmap> panels;
+  for (int64_t l = 0; l < model.config().n_layers; ++l)
+    for (int64_t h = 0; h < model.config().n_heads; ++h) {
+      plot::Heatmap p =
+          plot::weights_heatmap(fmt::format("layer {}, head {}", l, h), head_weights(model, l, b, h), labels);
+      p.xlabel = "key (attended to)";
+      p.ylabel = "query (position)";
+      p.annotate = false;
+      panels.push_back(std::move(p));
+    }
+  return panels;
+}
+
+// One line of the pattern analyzer's table: the source material's four numbers with a
+// window of 3 and the class they give, then the window-1 variant.
+inline void print_analyzer_row(const std::string& who, const std::string& when, const Matrix& P) {
+  const PatternStats st = attention_pattern(P, 3), near = attention_pattern(P, 1);
+  fmt::print("  {:<18} {:<9}  {:7.3f} {:6.3f} {:8.3f} {:8.3f}  {:<15}  {:8.3f}  {}\n", who, when, st.entropy, st.focus,
+             st.diagonal, st.local, pattern_name(classify_pattern(st)), near.local,
+             pattern_name(classify_pattern(near)));
 }
 
 }  // namespace sa

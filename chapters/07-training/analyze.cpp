@@ -2,7 +2,7 @@
 // and show the attention of one head on a text of your choice (the source material's
 // `--checkpoint --text --layer --head`):
 //
-//   07-training-analyze --checkpoint build/checkpoints/corpus-causal.ckpt
+//   07-training-analyze --checkpoint build/checkpoints/corpus-causal.safetensors
 //                       --text "the cat sat on the mat" --layer 0 --head 1
 //
 // It prints what the checkpoint holds, the head's weights, the model's next
@@ -11,9 +11,11 @@
 // heatmap, every head of the layer as a grid, and the head as a flow
 // diagram. Layers and heads are numbered from 1, as the chapter prints them.
 //
-// Anything wrong (no such file, a truncated, corrupted or foreign file, a
-// word the model does not know, a text longer than the model's positions,
-// a layer or head that does not exist) is one line and exit status 2.
+// Anything wrong (no such file, a truncated, corrupted or foreign file,
+// weights so large that the model computes infinities, a word the model does
+// not know, a text longer than the model's positions, a layer or head that
+// does not exist) is one line and exit status 2. The strings the checkpoint
+// holds are shown with control characters escaped (printable()).
 #include "07-training/analysis.hpp"
 #include "07-training/checkpoint.hpp"
 #include "07-training/model.hpp"
@@ -38,7 +40,7 @@ using namespace sa;
 namespace {
 
 void run(int argc, char** argv) {
-  std::string checkpoint;  // default: build/checkpoints/corpus-causal.ckpt
+  std::string checkpoint;  // default: build/checkpoints/corpus-causal.safetensors
   std::string text = "the cat sat on the mat";
   int64_t layer = 0, head = 0, window = 3;
   Cli cli("07-training",
@@ -46,7 +48,7 @@ void run(int argc, char** argv) {
           "the attention of one head on a text: weights, next-token predictions, pattern numbers, strongest "
           "links, and figures.",
           "07-training-analyze");
-  cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.ckpt)");
+  cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.safetensors)");
   cli.add("--text", &text, "the text to analyze, tokens separated by spaces");
   // Counted from 0, as PyTorch indexes them and as the whole book prints them.
   cli.add("--layer", &layer, "the layer, counted from 0", IntRange{0, 1000});
@@ -54,7 +56,7 @@ void run(int argc, char** argv) {
   cli.add("--window", &window, "local focus counts the keys within this distance of the query", IntRange{0, 1000});
   cli.parse(argc, argv);
   if (checkpoint.empty()) {
-    checkpoint = default_checkpoint_dir() + "/corpus-causal.ckpt";
+    checkpoint = default_checkpoint_dir() + "/corpus-causal" + std::string(kCheckpointExtension);
     if (!std::filesystem::exists(checkpoint))
       throw UsageError(fmt::format("no checkpoint at {} yet: `./book run 7` saves it there", shown_path(checkpoint)));
   }
@@ -74,19 +76,38 @@ void run(int argc, char** argv) {
   std::vector<std::string> labels;
   for (int64_t id : ids) labels.push_back(ckpt.tokens[size_t(id)]);
 
+  // The model on the text, before anything is printed. Finite weights can
+  // still be too large to compute with (3e38 overflows the first product):
+  // refuse them in one line rather than print NaN.
+  auto model = model_from(ckpt);
+  const int64_t l = layer, h = head;
+  const auto too_large = [&] {
+    float largest = 0;
+    for_each_tensor(ckpt.params, [&](const std::string&, std::span<const float> t) {
+      for (float x : t) largest = std::max(largest, std::abs(x));
+    });
+    return CheckpointError(fmt::format("checkpoint '{}': the model computes infinities or NaN on this text (its "
+                                       "largest weight is {:.3g} in magnitude): these are not a trained model's "
+                                       "weights",
+                                       printable(checkpoint), largest));
+  };
+  Matrix logits, P;
+  try {
+    logits = model->forward(ids, 1);
+    P = head_weights(*model, l, 0, h);
+  } catch (const std::invalid_argument&) {  // a softmax that met NaN
+    throw too_large();
+  }
+  if (!logits.allFinite() || !P.allFinite()) throw too_large();
+
   chapter_title("Chapter 7: what one attention head of a saved model does");
-  fmt::print("  checkpoint  {}\n", shown_path(checkpoint));
-  fmt::print("  note        {}\n", ckpt.note);
+  fmt::print("  checkpoint  {}\n", printable(shown_path(checkpoint)));
+  fmt::print("  note        {}\n", printable(ckpt.note));
   fmt::print("  model       vocabulary {}, {} positions, d_model {}, {} layer{} of {} head{} (d_k {}), d_ff {}, {}\n",
              cfg.vocab, cfg.max_seq, cfg.d_model, cfg.n_layers, cfg.n_layers == 1 ? "" : "s", cfg.n_heads,
              cfg.n_heads == 1 ? "" : "s", cfg.d_k(), cfg.d_ff, cfg.causal ? "causal" : "bidirectional");
   fmt::print("  parameters  {}\n", parameter_count(ckpt.params));
   fmt::print("  text        {}   ids [{}]\n", fmt::join(labels, " "), fmt::join(ids, ", "));
-
-  auto model = model_from(ckpt);
-  const Matrix logits = model->forward(ids, 1);
-  const int64_t l = layer, h = head;
-  const Matrix P = head_weights(*model, l, 0, h);
 
   step(1, fmt::format("The weights of layer {}, head {}", layer, head));
   print_labelled(fmt::format("layer {}, head {}", layer, head), P, labels, labels,

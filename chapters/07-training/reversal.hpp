@@ -25,6 +25,7 @@
 #include <fmt/core.h>
 
 #include <span>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -151,6 +152,46 @@ inline std::vector<HeadScore> analyze_heads(const TinyTransformer& model, int64_
     }
   }
   return scores;
+}
+
+// Held-out score with one head switched off (ablation): the rows of the
+// block's W_o that read that head's d_k output columns are zeroed, so
+// nothing the head computes reaches the residual stream; the other heads
+// and layers run unchanged. W_o is restored afterwards, also on an
+// exception.
+inline Score evaluate_without_head(TinyTransformer& model, int64_t layer, int64_t head, const ReversalData& data,
+                                   const ReversalTask& task, std::vector<int64_t>& ids,
+                                   std::vector<int64_t>& targets) {
+  const ModelConfig& cfg = model.config();
+  if (layer < 0 || layer >= cfg.n_layers || head < 0 || head >= cfg.n_heads)
+    throw std::invalid_argument(fmt::format("evaluate_without_head: no layer {}, head {} in a model of {} layers "
+                                            "of {} heads",
+                                            layer, head, cfg.n_layers, cfg.n_heads));
+  auto rows = model.params.blocks[size_t(layer)].W_o.W.middleRows(head * cfg.d_k(), cfg.d_k());
+  const Matrix saved = rows;
+  struct Restore {
+    decltype(rows)& target;
+    const Matrix& value;
+    ~Restore() { target = value; }
+  } restore{rows, saved};
+  rows.setZero();
+  return evaluate(model, data, task, ids, targets);
+}
+
+// How the reversal's tokens print: SEP and PAD by name, digits as numbers.
+inline std::string token_label(int64_t id) {
+  if (id == ReversalTask::kSep) return "SEP";
+  if (id == ReversalTask::kPad) return "PAD";
+  return std::to_string(id);
+}
+
+inline std::string join_tokens(std::span<const int64_t> ids) {
+  std::string s;
+  for (int64_t id : ids) {
+    if (!s.empty()) s += ' ';
+    s += token_label(id);
+  }
+  return s;
 }
 
 }  // namespace sa

@@ -151,4 +151,9 @@ void print_labelled(std::string_view name, const Matrix& m, const std::vector<st
   fmt::print("{}", out);
 }
 
+std::string text_bar(double fraction, int width) {
+  const int n = int(std::lround(fraction * width));
+  return std::string(size_t(std::max(0, n)), '#') + std::string(size_t(std::max(0, width - n)), '.');
+}
+
 }  // namespace sa

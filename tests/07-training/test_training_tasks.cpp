@@ -6,9 +6,12 @@
 // moves every tensor off its initial value, LayerNorm's gamma = 1 and
 // beta = 0 included, so a reader that skipped or swapped a tensor could not
 // pass the round trip by luck. Every failure case writes a good checkpoint
-// to a temporary file, damages it the way a disk, a copy or a mix-up would,
-// and expects one CheckpointError (a UsageError: the programs print it as
-// one line and exit with status 2) that names the problem.
+// (a safetensors file) to a temporary file, damages it the way a disk, a
+// copy, a mix-up or a careless edit would, and expects one CheckpointError
+// (a UsageError: the programs print it as one line and exit with status 2)
+// that names the problem. The edits that a CRC-32 would catch first are
+// resealed with a fresh CRC-32 so that the later checks are reached.
+// (tests/tooling/checkpoint_fuzz.cpp tries thousands of random damages.)
 #include "07-training/analysis.hpp"
 #include "07-training/checkpoint.hpp"
 #include "07-training/corpus.hpp"
@@ -20,8 +23,13 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -29,13 +37,16 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 using namespace sa;
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 namespace {
 
@@ -94,43 +105,90 @@ void write_bytes(const fs::path& p, const std::vector<uint8_t>& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
-void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t x) {
-  for (size_t k = 0; k < 4; ++k) b.at(at + k) = uint8_t(x >> (8 * k));
+uint64_t get_u64(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t x = 0;
+  for (size_t k = 0; k < 8; ++k) x |= uint64_t(b.at(at + k)) << (8 * k);
+  return x;
 }
 void put_u64(std::vector<uint8_t>& b, size_t at, uint64_t x) {
   for (size_t k = 0; k < 8; ++k) b.at(at + k) = uint8_t(x >> (8 * k));
 }
-uint32_t get_u32(const std::vector<uint8_t>& b, size_t at) {
-  uint32_t x = 0;
-  for (size_t k = 0; k < 4; ++k) x |= uint32_t(b.at(at + k)) << (8 * k);
-  return x;
+
+// A checkpoint file taken apart: its header (the JSON text) and its data.
+struct Parts {
+  std::string header;
+  std::vector<uint8_t> data;
+};
+
+Parts split(const std::vector<uint8_t>& file) {
+  const uint64_t n = get_u64(file, 0);
+  Parts p;
+  p.header.assign(file.begin() + 8, file.begin() + 8 + int64_t(n));
+  p.data.assign(file.begin() + 8 + int64_t(n), file.end());
+  return p;
 }
 
-// Recomputes the CRC-32, as a deliberate (or unlucky) edit would: the file
-// then passes the checksum, and only the consistency checks can catch it.
-void reseal(std::vector<uint8_t>& b) { put_u32(b, b.size() - 4, crc32(std::span(b).first(b.size() - 4))); }
-
-// Where the fixed header's fields are (checkpoint.hpp's table).
-constexpr size_t kVersionAt = 8, kSizeAt = 12, kVocabAt = 20, kDModelAt = 28, kHeadsAt = 32, kCausalAt = 44,
-                 kNoteAt = 48;
-
-size_t param_count_offset(const Checkpoint& c) {
-  size_t at = kNoteAt + 4 + c.note.size();
-  for (const std::string& t : c.tokens) at += 4 + t.size();
-  return at;
+// ... and put together again, with the header length of the header given.
+std::vector<uint8_t> join(const std::string& header, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> file(8);
+  put_u64(file, 0, header.size());
+  file.insert(file.end(), header.begin(), header.end());
+  file.insert(file.end(), data.begin(), data.end());
+  return file;
 }
 
-// Writes `bytes` to a file and expects loading it to fail with a message
-// containing `expected`.
+// The file with its header edited as JSON by `edit`, then its metadata
+// CRC-32 recomputed (and the data's, from `data`, when `data_crc` is set),
+// as a deliberate edit would: only the consistency checks can catch it.
+template <class Edit>
+std::vector<uint8_t> edited(const std::vector<uint8_t>& file, Edit edit, bool reseal = true) {
+  Parts p = split(file);
+  json header = json::parse(p.header);
+  edit(header, p.data);
+  if (reseal) {
+    json& meta = header["__metadata__"];
+    meta["crc32"] = fmt::format("{:08x}", crc32(p.data));
+    std::map<std::string, std::string> m;
+    for (auto it = meta.begin(); it != meta.end(); ++it)
+      if (it->is_string()) m[it.key()] = it->get<std::string>();
+    meta["metadata_crc32"] = fmt::format("{:08x}", detail::metadata_crc(m));
+  }
+  return join(header.dump(), p.data);
+}
+
+// Writes `bytes` to a file and expects loading it to fail with a one-line
+// message containing `expected`; the bytes in memory get the same verdict.
 void require_refused(const std::string& file, const std::vector<uint8_t>& bytes, const std::string& expected) {
   const fs::path p = scratch(file);
   write_bytes(p, bytes);
   INFO("damaged file " << file << ", expecting: " << expected);
   REQUIRE_THROWS_AS(load_checkpoint(p.string()), CheckpointError);
   REQUIRE_THROWS_WITH(load_checkpoint(p.string()), Catch::Contains(expected));
+  REQUIRE_THROWS_WITH(parse_checkpoint(bytes, p.string()), Catch::Contains(expected));
+  try {
+    load_checkpoint(p.string());
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\n') == std::string::npos);
+    CHECK(what.find('\x1b') == std::string::npos);
+  }
 }
 
 std::vector<uint8_t> good_bytes(const Trained& t) { return checkpoint_bytes(t.ckpt); }
+
+// Where `text` first occurs in the file (a string of the header).
+size_t offset_of(const std::vector<uint8_t>& file, const std::string& text) {
+  const auto it = std::search(file.begin(), file.end(), text.begin(), text.end());
+  REQUIRE(it != file.end());
+  return size_t(it - file.begin());
+}
+
+std::vector<std::string> leftovers(const fs::path& dir, const std::string& name) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().rfind("." + name, 0) == 0) found.push_back(entry.path().string());
+  return found;
+}
 
 }  // namespace
 
@@ -142,9 +200,9 @@ TEST_CASE("checkpoint: save, load: the same configuration, tokens and parameters
   const Trained t = trained_model();
   // Training moved LayerNorm's parameters off 1 and 0.
   CHECK(t.ckpt.params.blocks[0].ln1.gamma != RowVector::Ones(t.ckpt.config.d_model));
-  const fs::path path = scratch("roundtrip.ckpt");
+  const fs::path path = scratch("roundtrip.safetensors");
   save_checkpoint(path.string(), t.ckpt);
-  CHECK_FALSE(fs::exists(path.string() + ".tmp"));  // written aside, then renamed
+  CHECK(leftovers(path.parent_path(), "roundtrip.safetensors").empty());  // written aside, then renamed
 
   const Checkpoint back = load_checkpoint(path.string());
   const ModelConfig &a = t.ckpt.config, &b = back.config;
@@ -172,18 +230,53 @@ TEST_CASE("checkpoint: save, load: the same configuration, tokens and parameters
   const Matrix after = reloaded->forward(t.ids, t.batch);
   CHECK((before.array() == after.array()).all());
 
-  // The layout on disk: little-endian whatever the machine, one float32
-  // per parameter, and the size the header records.
+  // The layout on disk, a safetensors file: an 8-byte little-endian header
+  // length (a multiple of 8), a JSON header, the float32 data.
   const std::vector<uint8_t> bytes = read_bytes(path);
-  CHECK(std::string(bytes.begin(), bytes.begin() + 8) == "SA07CKPT");
-  CHECK(get_u32(bytes, kVersionAt) == 1u);
-  CHECK(get_u32(bytes, kDModelAt) == 8u);
-  const size_t params_at = param_count_offset(t.ckpt) + 8;
+  CHECK(bytes == checkpoint_bytes(t.ckpt));
+  const uint64_t n = get_u64(bytes, 0);
+  CHECK(n % 8 == 0);
+  REQUIRE(n < bytes.size());
+  CHECK(bytes[8] == '{');
+  const Parts parts = split(bytes);
+  const json header = json::parse(parts.header);
+  const json& meta = header.at("__metadata__");
+  CHECK(meta.at("format") == "sa07-checkpoint");
+  CHECK(meta.at("version") == "1");
+  CHECK(meta.at("vocab") == "9");
+  CHECK(meta.at("d_model") == "8");
+  CHECK(meta.at("n_heads") == "2");
+  CHECK(meta.at("causal") == "true");
+  CHECK(meta.at("tokens") == "PAD SEP 2 3 4 5 6 7 8");
+  CHECK(meta.at("note") == t.ckpt.note);
+  CHECK(meta.at("crc32") == fmt::format("{:08x}", crc32(parts.data)));
+  for (const auto& [key, value] : meta.items()) CHECK(value.is_string());
+  // One entry per tensor, under for_each_tensor's names, in its order,
+  // contiguous: the data is the tensors one after the other.
   const uint64_t count = uint64_t(parameter_count(t.ckpt.params));
   CHECK(count == expected_parameter_count(a));
-  CHECK(bytes.size() == params_at + 4 * count + 4);
-  CHECK(get_u32(bytes, params_at) == std::bit_cast<uint32_t>(t.ckpt.params.tok(0, 0)));
-  CHECK(bytes == checkpoint_bytes(t.ckpt));
+  CHECK(parts.data.size() == 4 * count);
+  uint64_t at = 0;
+  size_t tensors = 0;
+  for_each_tensor(t.ckpt.params, [&](const std::string& name, std::span<const float> x) {
+    INFO("tensor " << name);
+    REQUIRE(header.contains(name));
+    const json& e = header.at(name);
+    CHECK(e.at("dtype") == "F32");
+    CHECK(e.at("data_offsets") == json::array({at, at + 4 * x.size()}));
+    uint32_t first = 0;
+    for (size_t k = 0; k < 4; ++k) first |= uint32_t(parts.data.at(at + k)) << (8 * k);
+    CHECK(first == std::bit_cast<uint32_t>(x[0]));  // little-endian float32
+    at += 4 * x.size();
+    ++tensors;
+  });
+  CHECK(header.size() == tensors + 1);
+  CHECK(header.at("tok").at("shape") == json::array({9, 8}));
+  CHECK(header.at("blocks.0.qkv.W").at("shape") == json::array({8, 24}));
+  CHECK(header.at("blocks.1.fc1.b").at("shape") == json::array({16}));
+  CHECK(header.at("head.W").at("shape") == json::array({8, 9}));
+  // Boost.CRC computes zlib's CRC-32.
+  CHECK(crc32(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("123456789"), 9)) == 0xCBF43926u);
 
   // The reader's side: a text in the checkpoint's tokens, case ignored; an
   // unknown token is refused by name.
@@ -192,110 +285,236 @@ TEST_CASE("checkpoint: save, load: the same configuration, tokens and parameters
   CHECK_THROWS_WITH(encode_text("2 9", back.tokens), Catch::Contains("unknown token '9'"));
 }
 
+TEST_CASE("checkpoint: saves never share a temporary file, and a failed save leaves none behind",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  const fs::path dir = scratch("saves");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "same.safetensors";
+  // Eight threads saving to the same file at once: every save succeeds, and
+  // what is left is one whole checkpoint.
+  std::vector<std::thread> threads;
+  std::atomic<int> failures = 0;
+  for (int k = 0; k < 8; ++k)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) try {
+          save_checkpoint(path.string(), t.ckpt);
+        } catch (const std::exception&) {
+          ++failures;
+        }
+    });
+  for (std::thread& th : threads) th.join();
+  CHECK(failures == 0);
+  CHECK(read_bytes(path) == good_bytes(t));
+  CHECK(leftovers(dir, "same.safetensors").empty());
+  // A checkpoint saved over a folder: the rename fails, the temporary file
+  // written next to it is removed.
+  const fs::path folder = dir / "a-folder.safetensors";
+  fs::create_directories(folder / "inside");
+  CHECK_THROWS_WITH(save_checkpoint(folder.string(), t.ckpt), Catch::Contains("cannot rename"));
+  CHECK(leftovers(dir, "a-folder.safetensors").empty());
+  // A folder that cannot be created (a file is in the way).
+  write_bytes(dir / "a-file", {1, 2, 3});
+  CHECK_THROWS_WITH(save_checkpoint((dir / "a-file" / "x.safetensors").string(), t.ckpt),
+                    Catch::Contains("cannot create the folder"));
+  // What could not be read back is not written: a NaN, a token with a space.
+  Checkpoint bad = t.ckpt;
+  bad.params.head.b->coeffRef(0) = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_AS(save_checkpoint((dir / "nan.safetensors").string(), bad), std::invalid_argument);
+  bad = t.ckpt;
+  bad.tokens[3] = "two words";
+  CHECK_THROWS_WITH(checkpoint_bytes(bad), Catch::Contains("white space"));
+  CHECK_FALSE(fs::exists(dir / "nan.safetensors"));
+  CHECK(leftovers(dir, "nan.safetensors").empty());
+}
+
 TEST_CASE("checkpoint: a missing, empty, truncated or extended file is refused", "[ch07][checkpoint]") {
   const Trained t = trained_model();
   const std::vector<uint8_t> good = good_bytes(t);
+  const size_t n = size_t(get_u64(good, 0));
   // CheckpointError is a UsageError: run_program turns it into one line
   // and exit status 2.
   STATIC_REQUIRE(std::is_base_of_v<UsageError, CheckpointError>);
-  CHECK_THROWS_WITH(load_checkpoint(scratch("does-not-exist.ckpt").string()), Catch::Contains("no such file"));
-  require_refused("empty.ckpt", {}, "empty");
-  // Cut inside the magic, inside the header, inside the tokens, inside the
-  // parameters, and just before the end.
-  for (size_t keep : {size_t(3), size_t(20), param_count_offset(t.ckpt) - 2, good.size() / 2, good.size() - 1}) {
-    require_refused(fmt::format("cut-{}.ckpt", keep), std::vector<uint8_t>(good.begin(), good.begin() + int64_t(keep)),
-                    "truncated");
+  CHECK_THROWS_WITH(load_checkpoint(scratch("does-not-exist.safetensors").string()), Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(load_checkpoint(scratch("").string()), Catch::Contains("is a folder"));
+  require_refused("empty.safetensors", {}, "empty");
+  // Cut inside the header length, inside the header, inside the data, and
+  // just before the end.
+  for (size_t keep : {size_t(3), size_t(8), 8 + n / 2, 8 + n + 10, good.size() / 2 + n / 2, good.size() - 1}) {
+    require_refused(fmt::format("cut-{}.safetensors", keep),
+                    std::vector<uint8_t>(good.begin(), good.begin() + int64_t(keep)), "truncated");
   }
   std::vector<uint8_t> longer = good;
   longer.insert(longer.end(), {0, 0, 0, 0});
-  require_refused("longer.ckpt", longer, "appended");
+  require_refused("longer.safetensors", longer, "appended");
+  // Not a regular file: a pipe would make the reader wait forever.
+  const fs::path fifo = scratch("pipe.safetensors");
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(load_checkpoint(fifo.string()), Catch::Contains("not a regular file"));
+  fs::remove(fifo);
 }
 
-TEST_CASE("checkpoint: a flipped bit anywhere is caught by the CRC-32", "[ch07][checkpoint]") {
-  const Trained t = trained_model();
-  const std::vector<uint8_t> good = good_bytes(t);
-  CHECK(crc32(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("123456789"), 9)) == 0xCBF43926u);
-  // In the configuration, the note, a token, the parameters (first, middle,
-  // last byte) and the stored checksum itself.
-  const size_t count_at = param_count_offset(t.ckpt);
-  for (size_t at : {kHeadsAt, kNoteAt + 6, count_at - 1, count_at + 8, good.size() / 2, good.size() - 5,
-                    good.size() - 1}) {
-    std::vector<uint8_t> bad = good;
-    bad[at] ^= 0x10;
-    require_refused(fmt::format("flip-{}.ckpt", at), bad, "corrupted");
-  }
-}
-
-TEST_CASE("checkpoint: another file type or format version is refused", "[ch07][checkpoint]") {
-  const Trained t = trained_model();
-  std::vector<uint8_t> png = good_bytes(t);
-  const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  std::copy(std::begin(signature), std::end(signature), png.begin());
-  require_refused("png.ckpt", png, "not a chapter 7 checkpoint");
-  std::vector<uint8_t> v2 = good_bytes(t);
-  put_u32(v2, kVersionAt, 2);
-  reseal(v2);
-  require_refused("version2.ckpt", v2, "format version 2");
-}
-
-TEST_CASE("checkpoint: fields that disagree with each other or with the file length are refused",
+TEST_CASE("checkpoint: a flipped bit in the configuration, a token, the note or the data is caught by a CRC-32",
           "[ch07][checkpoint]") {
   const Trained t = trained_model();
   const std::vector<uint8_t> good = good_bytes(t);
-  const size_t count_at = param_count_offset(t.ckpt);
-  SECTION("a configuration that implies another number of parameters") {
-    std::vector<uint8_t> b = good;
-    put_u32(b, kDModelAt, 16);  // still divisible by the 2 heads
-    reseal(b);
-    require_refused("d-model.ckpt", b, "its configuration implies");
+  const size_t data_at = 8 + size_t(get_u64(good, 0));
+  // n_heads 2 -> 3 ('2' ^ 0x01), a letter of a token and of the note, the
+  // stored CRC-32s themselves; then the data: first, middle and last byte.
+  for (size_t at : {offset_of(good, "\"n_heads\":\"2\"") + 11, offset_of(good, "PAD SEP") + 5,
+                    offset_of(good, "Adam steps") + 1, offset_of(good, "\"metadata_crc32\":\"") + 20,
+                    offset_of(good, "\"crc32\":\"") + 10, data_at, data_at + (good.size() - data_at) / 2,
+                    good.size() - 1}) {
+    std::vector<uint8_t> bad = good;
+    bad[at] ^= 0x01;
+    require_refused(fmt::format("flip-{}.safetensors", at), bad, "corrupted");
   }
-  SECTION("... and a parameter count that follows it: the bytes are not there") {
+}
+
+TEST_CASE("checkpoint: another file type, another safetensors file or another format version is refused",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  const std::vector<uint8_t> good = good_bytes(t);
+  std::vector<uint8_t> png = good;
+  const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::copy(std::begin(signature), std::end(signature), png.begin());
+  require_refused("png.safetensors", png, "not a safetensors checkpoint");
+  require_refused("png.safetensors", png, "\\x89PNG\\r\\n\\x1a\\n");  // the bytes shown, escaped
+  // The book's former format.
+  std::vector<uint8_t> old = good;
+  std::memcpy(old.data(), "SA07CKPT", 8);
+  require_refused("old.ckpt", old, "former format");
+  // A safetensors file of someone else: no __metadata__, or another format.
+  require_refused("foreign.safetensors", edited(good, [](json& h, auto&) { h.erase("__metadata__"); }, false),
+                  "not a chapter 7 checkpoint");
+  require_refused("pt.safetensors", edited(good, [](json& h, auto&) { h["__metadata__"]["format"] = "pt"; }),
+                  "its format is 'pt'");
+  require_refused("version2.safetensors", edited(good, [](json& h, auto&) { h["__metadata__"]["version"] = "2"; }),
+                  "format version '2'");
+}
+
+TEST_CASE("checkpoint: a header length, JSON or tensor entries that disagree with the file are refused",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  const std::vector<uint8_t> good = good_bytes(t);
+  const Parts parts = split(good);
+  SECTION("header lengths: absurd, past the end, too short") {
     std::vector<uint8_t> b = good;
-    put_u32(b, kDModelAt, 16);
-    ModelConfig wider = t.ckpt.config;
-    wider.d_model = 16;
-    put_u64(b, count_at, expected_parameter_count(wider));
-    reseal(b);
-    require_refused("count.ckpt", b, "do not match the file length");
+    put_u64(b, 0, uint64_t(1) << 40);  // refused before 1 TB is allocated or read
+    require_refused("huge-header.safetensors", b, "more than the limit of 16 MiB");
+    put_u64(b, 0, good.size());
+    require_refused("long-header.safetensors", b, "truncated");
+    put_u64(b, 0, get_u64(good, 0) - 9);
+    require_refused("short-header.safetensors", b, "not valid JSON");
+    put_u64(b, 0, 0);
+    require_refused("zero-header.safetensors", b, "header length is 0");
   }
-  SECTION("a vocabulary larger than the file") {
-    std::vector<uint8_t> b = good;
-    put_u32(b, kVocabAt, 1u << 20);
-    reseal(b);
-    require_refused("vocab.ckpt", b, "do not match the file length");
+  SECTION("JSON that is not a safetensors header") {
+    require_refused("text.safetensors", join("hello, world    ", parts.data), "does not begin with '{'");
+    require_refused("json.safetensors", join("{\"a\": [1, 2,]}  ", parts.data), "not valid JSON");
+    require_refused("deep.safetensors", join("{\"a\": [[[[1]]]]}", parts.data), "nests deeper");
+    std::string twice = parts.header;
+    twice.insert(1, "\"tok\":{},");
+    require_refused("twice-json.safetensors", join(twice, parts.data), "'tok' twice");
+    std::string raw = parts.header;  // a raw escape code in a token: JSON refuses it
+    raw.replace(raw.find("PAD"), 1, "\x1b");
+    require_refused("raw-escape.safetensors", join(raw, parts.data), "not valid JSON");
+    raw = parts.header;  // a byte that is not UTF-8
+    raw.replace(raw.find("PAD"), 1, "\xff");
+    require_refused("latin1.safetensors", join(raw, parts.data), "not valid JSON");
   }
-  SECTION("a note longer than the file") {
-    std::vector<uint8_t> b = good;
-    put_u32(b, kNoteAt, 0xFFFFFFF0u);
-    reseal(b);
-    require_refused("note.ckpt", b, "do not match the file length");
+  SECTION("tensor entries") {
+    const auto refused = [&](const std::string& file, auto edit, const std::string& expected) {
+      require_refused(file, edited(good, edit), expected);
+    };
+    refused("f16.safetensors", [](json& h, auto&) { h["tok"]["dtype"] = "F16"; }, "tensor 'tok' has dtype 'F16'");
+    refused("shape.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {8, 9}; }, "has shape [8, 9], but");
+    refused("shape3.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {9, 8, 1}; }, "has shape [9, 8, 1], but");
+    refused("negative.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {-9, 8}; }, "other than a size");
+    refused("field.safetensors", [](json& h, auto&) { h["tok"]["bias"] = 0; }, "unknown field 'bias'");
+    refused("no-offsets.safetensors", [](json& h, auto&) { h["tok"].erase("data_offsets"); }, "has no data_offsets");
+    refused("offsets.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = {0}; }, "not two byte offsets");
+    refused("missing.safetensors", [](json& h, auto&) { h.erase("head.b"); }, "but its configuration implies");
+    refused("renamed.safetensors", [](json& h, auto&) {
+      h["head.bias"] = h["head.b"];
+      h.erase("head.b");
+    }, "tensor 'head.bias', which its configuration does not have");
+    refused("outside.safetensors", [](json& h, auto& data) {
+      h["head.b"]["data_offsets"] = {data.size(), data.size() + 36};
+    }, "do not lie inside");
+    refused("past-2^64.safetensors", [](json& h, auto&) {
+      h["head.b"]["data_offsets"] = {std::numeric_limits<uint64_t>::max() - 3, 32};
+    }, "do not lie inside");
+    refused("size.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = {0, 284}; }, "hold 284 bytes");
+    refused("overlap.safetensors", [](json& h, auto&) { h["pos"]["data_offsets"] = {0, 224}; },
+            "tensors 'pos' and 'tok' overlap");
+    // The last tensor moved 4 bytes on, into 4 bytes appended to the data:
+    // a hole before it.
+    refused("hole.safetensors", [](json& h, auto& data) {
+      const uint64_t end = data.size();
+      data.insert(data.end(), {0, 0, 0, 0});
+      h["head.b"]["data_offsets"] = {end - 36 + 4, end + 4};
+    }, "4 bytes of data before tensor 'head.b' belong to no tensor");
+    // Two tensors of one shape swapping places: the CRC-32 of the tensors in
+    // their order catches it.
+    require_refused("swapped.safetensors", edited(good, [](json& h, auto&) {
+      std::swap(h["blocks.0.ln1.gamma"]["data_offsets"], h["blocks.0.ln2.gamma"]["data_offsets"]);
+    }), "corrupted");
   }
-  SECTION("a header that records another size than the file has") {
-    std::vector<uint8_t> b = good;
-    put_u64(b, kSizeAt, good.size() + 4);
-    reseal(b);
-    require_refused("size.ckpt", b, "truncated");
+}
+
+TEST_CASE("checkpoint: a configuration, a vocabulary or values that cannot be a model are refused",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  const std::vector<uint8_t> good = good_bytes(t);
+  const auto meta = [&](const std::string& key, const std::string& value) {
+    return edited(good, [&](json& h, auto&) { h["__metadata__"][key] = value; });
+  };
+  require_refused("d-model.safetensors", meta("d_model", "16"), "its configuration implies");
+  require_refused("heads.safetensors", meta("n_heads", "3"), "not divisible by 3 heads");
+  require_refused("zero.safetensors", meta("d_model", "0"), "d_model = '0'");
+  require_refused("plus.safetensors", meta("vocab", "+9"), "vocab = '+9'");
+  require_refused("huge.safetensors", meta("vocab", "99999999999"), "vocab = '99999999999'");
+  require_refused("causal.safetensors", meta("causal", "2"), "causal = '2'");
+  require_refused("vocab.safetensors", meta("vocab", "1048576"), "its vocabulary holds 9 tokens, but vocab = 1048576");
+  require_refused("tokens.safetensors", meta("tokens", "PAD SEP 2 3 4 5 6 7"), "holds 8 tokens");
+  require_refused("twice-token.safetensors", meta("tokens", "PAD SEP 2 3 4 5 6 7 2"), "tokens 2 and 8 are both '2'");
+  require_refused("space.safetensors", meta("tokens", "PAD SEP 2 3 4 5 6 7 "), "token 8 ('') is empty");
+  require_refused("number.safetensors", edited(good, [](json& h, auto&) { h["__metadata__"]["vocab"] = 9; }),
+                  "'vocab' is not a string");
+  // A control character in a stored string never reaches the terminal:
+  // the message shows it escaped.
+  require_refused("escape.safetensors", meta("tokens", "PAD SEP 2 3 \x1b[31m 5 6 7 8"),
+                  "token 4 ('\\x1b[31m') holds white space or a control character");
+  require_refused("c1.safetensors", meta("tokens", "PAD SEP 2 3 \xc2\x9b""31m 5 6 7 8"), "'\\u009b31m'");
+  // Values: a NaN, with both CRC-32s valid.
+  require_refused("nan.safetensors", edited(good, [](json&, auto& data) {
+    const uint32_t nan = std::bit_cast<uint32_t>(std::numeric_limits<float>::quiet_NaN());
+    for (size_t k = 0; k < 4; ++k) data[20 + k] = uint8_t(nan >> (8 * k));
+  }), "tensor tok holds a NaN or infinite value (at index 5)");
+  require_refused("inf.safetensors", edited(good, [](json&, auto& data) {
+    const size_t at = data.size() - 4;  // the last value of head.b
+    data[at] = 0, data[at + 1] = 0, data[at + 2] = 0x80, data[at + 3] = 0xff;
+  }), "tensor head.b holds a NaN or infinite value (at index 8)");
+  // Edits that change nothing the model needs load: other metadata, the
+  // keys in another order, spaces.
+  {
+    const std::vector<uint8_t> b = edited(good, [](json& h, auto&) { h["__metadata__"]["extra"] = "kept"; });
+    const fs::path p = scratch("extra.safetensors");
+    write_bytes(p, b);
+    const Checkpoint back = load_checkpoint(p.string());
+    CHECK(back.tokens == t.ckpt.tokens);
+    CHECK(checkpoint_bytes(back) == good);
   }
-  SECTION("impossible configurations") {
-    std::vector<uint8_t> b = good;
-    put_u32(b, kHeadsAt, 3);
-    reseal(b);
-    require_refused("heads.ckpt", b, "not divisible by 3 heads");
-    b = good;
-    put_u32(b, kDModelAt, 0);
-    reseal(b);
-    require_refused("zero.ckpt", b, "d_model = 0");
-    b = good;
-    put_u32(b, kCausalAt, 2);
-    reseal(b);
-    require_refused("causal.ckpt", b, "causal = 2");
-  }
-  SECTION("a parameter that is not a number") {
-    std::vector<uint8_t> b = good;
-    put_u32(b, count_at + 8 + 4 * 5, std::bit_cast<uint32_t>(std::numeric_limits<float>::quiet_NaN()));
-    reseal(b);
-    require_refused("nan.ckpt", b, "tensor tok holds a NaN");
-  }
+
+  // printable(): what a message shows of a stored string.
+  CHECK(printable("a\x1b[2Jb\n\t\r\x7f") == "a\\x1b[2Jb\\n\\t\\r\\x7f");
+  CHECK(printable("caf\xc3\xa9 \\ \xe2\x82\xac") == "caf\xc3\xa9 \\ \xe2\x82\xac");  // UTF-8 and backslashes kept
+  CHECK(printable("\xc2\x9b\xff\xc3") == "\\u009b\\xff\\xc3");  // C1, a stray byte, a sequence cut short
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");         // a surrogate is not UTF-8
+  CHECK(printable(std::string(1000, 'x'), 10) == "xxxxxxxxxx...");
 }
 
 // ===========================================================================

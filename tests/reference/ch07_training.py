@@ -9,6 +9,9 @@ weights, the same data and the same batch order.
     /usr/bin/python3 ch07_training.py            write tests/fixtures/07-training.txt
     /usr/bin/python3 ch07_training.py --bench    time one training step (one thread)
     /usr/bin/python3 ch07_training.py --train E  train the full task E epochs, print each
+    /usr/bin/python3 ch07_training.py --load build/checkpoints/corpus-causal.safetensors \
+        --text "the cat sat on the mat"         load a checkpoint the C++ chapter saved
+                                                and print its logits and predictions
 
 The fixture: every layer whose backward is an exercise checked against
 autograd on small inputs (LayerNorm, causal multi-head attention,
@@ -20,11 +23,15 @@ the bidirectional model), the losses of the first 10 Adam steps and the
 parameters after them.
 """
 import argparse
+import json
 import math
 import os
 import statistics
 import sys
 import time
+import zlib
+
+import numpy as np
 
 import torch
 import torch.nn as nn
@@ -59,9 +66,9 @@ class EinsumAttention(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, d_model, num_heads):
+    def __init__(self, d_model, num_heads, d_ff=None):
         super().__init__()
-        d_ff = 4 * d_model
+        d_ff = d_ff or 4 * d_model
         self.attention = EinsumAttention(d_model, num_heads)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -75,11 +82,11 @@ class TransformerBlock(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_seq_len):
+    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_seq_len, d_ff=None):
         super().__init__()
         self.token_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(max_seq_len, d_model)
-        self.layers = nn.ModuleList([TransformerBlock(d_model, num_heads) for _ in range(num_layers)])
+        self.layers = nn.ModuleList([TransformerBlock(d_model, num_heads, d_ff) for _ in range(num_layers)])
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
 
@@ -137,6 +144,92 @@ def cxx_layout(model, grads=False):
     t["ln_f.gamma"], t["ln_f.beta"] = get(model.norm.weight), get(model.norm.bias)
     t["head.W"], t["head.b"] = get(model.head.weight).t().contiguous(), get(model.head.bias)
     return t
+
+
+# --- a checkpoint saved by the C++ chapter ---------------------------------------
+def read_safetensors(path):
+    """The tensors and the metadata of a safetensors file, read by hand (Debian has no
+    safetensors package): an 8-byte little-endian header length, the JSON header, then
+    the raw little-endian data, each tensor at its data_offsets."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    metadata = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    tensors = {}
+    for name, t in header.items():
+        assert t["dtype"] == "F32", (name, t["dtype"])
+        begin, end = t["data_offsets"]
+        values = np.frombuffer(data, dtype="<f4", count=(end - begin) // 4, offset=begin)
+        tensors[name] = torch.from_numpy(values.astype(np.float32)).reshape(t["shape"])
+    return tensors, metadata, data
+
+
+def load_checkpoint(path):
+    """The C++ chapter's checkpoint as this file's TinyTransformer: the book keeps a
+    Linear's W as (d_in, d_out), nn.Linear the transpose; W_q | W_k | W_v are the
+    columns of qkv.W, each (d_model, heads, d_k) as EinsumAttention holds it."""
+    t, meta, data = read_safetensors(path)
+    assert meta.get("format") == "sa07-checkpoint", "not a chapter 7 checkpoint"
+    # The two CRC-32s (zlib's): the tensors' bytes in the order the C++ program
+    # wrote them (the whole data section), and every other metadata entry.
+    assert "%08x" % zlib.crc32(data) == meta["crc32"], "the data's CRC-32 does not match"
+    text = "".join("%s=%s\n" % (k, v) for k, v in sorted(meta.items()) if k != "metadata_crc32")
+    assert "%08x" % zlib.crc32(text.encode()) == meta["metadata_crc32"], "the metadata's CRC-32 does not match"
+    cfg = {k: int(meta[k]) for k in ("vocab", "max_seq", "d_model", "n_heads", "n_layers", "d_ff")}
+    d, h = cfg["d_model"], cfg["n_heads"]
+    model = TinyTransformer(cfg["vocab"], d, h, cfg["n_layers"], cfg["max_seq"], cfg["d_ff"])
+    with torch.no_grad():
+        model.token_emb.weight.copy_(t["tok"])
+        model.pos_emb.weight.copy_(t["pos"])
+        for l, blk in enumerate(model.layers):
+            pre = "blocks.%d." % l
+            a = blk.attention
+            for k, W in enumerate((a.W_q, a.W_k, a.W_v)):
+                W.copy_(t[pre + "qkv.W"][:, k * d:(k + 1) * d].reshape(d, h, d // h))
+            a.W_o.copy_(t[pre + "W_o.W"].reshape(h, d // h, d))
+            blk.norm1.weight.copy_(t[pre + "ln1.gamma"]), blk.norm1.bias.copy_(t[pre + "ln1.beta"])
+            blk.norm2.weight.copy_(t[pre + "ln2.gamma"]), blk.norm2.bias.copy_(t[pre + "ln2.beta"])
+            blk.ffn[0].weight.copy_(t[pre + "fc1.W"].t()), blk.ffn[0].bias.copy_(t[pre + "fc1.b"])
+            blk.ffn[2].weight.copy_(t[pre + "fc2.W"].t()), blk.ffn[2].bias.copy_(t[pre + "fc2.b"])
+        model.norm.weight.copy_(t["ln_f.gamma"]), model.norm.bias.copy_(t["ln_f.beta"])
+        model.head.weight.copy_(t["head.W"].t()), model.head.bias.copy_(t["head.b"])
+    return model, meta["tokens"].split(" "), meta["causal"] == "true", meta
+
+
+def show_checkpoint(path, text):
+    """The logits of a text, and the next token after every position, as
+    07-training-analyze prints them (its step 2)."""
+    model, tokens, causal, meta = load_checkpoint(path)
+    lowered = [w.lower() for w in tokens]
+    unknown = [w for w in text.lower().split() if w not in lowered]
+    if unknown or not text.split():
+        sys.exit("ch07_training.py: unknown token '%s'" % unknown[0] if unknown else "ch07_training.py: no text")
+    ids = [lowered.index(w) for w in text.lower().split()]
+    n = len(ids)
+    if n > int(meta["max_seq"]):
+        sys.exit("ch07_training.py: the text has %d tokens, but the model knows only %s positions" % (n, meta["max_seq"]))
+    print("%s: vocabulary %s, %s positions, d_model %s, %s layer(s) of %s head(s), d_ff %s, %s" % (
+        path, meta["vocab"], meta["max_seq"], meta["d_model"], meta["n_layers"], meta["n_heads"], meta["d_ff"],
+        "causal" if causal else "bidirectional"))
+    print("  both CRC-32s match; note: %s" % meta.get("note", ""))
+    with torch.no_grad():
+        logits, _ = model(torch.tensor([ids]), mask=create_causal_mask(n) if causal else None)
+    logits = logits[0]
+    print("logits (%d positions x %d tokens), the first 6 tokens:" % tuple(logits.shape))
+    print("  %-8s" % "" + "".join("%10s" % w for w in tokens[:6]))
+    for i in range(n):
+        print("  %-8s" % tokens[ids[i]] + "".join("%10.4f" % x for x in logits[i, :6].tolist()))
+    prefixes = ["'%s'" % " ".join(tokens[j] for j in ids[:i + 1]) for i in range(n)]
+    width = max(len(p) for p in prefixes)
+    p = torch.softmax(logits, dim=-1)
+    for i in range(n):
+        best = int(logits[i].argmax())
+        follows = "   (the text's next token)" if i + 1 < n and best == ids[i + 1] else ""
+        print("  after %-*s -> %-8s p = %.2f%s" % (width, prefixes[i], tokens[best], p[i, best].item(), follows))
+    if os.environ.get("SA_LOGITS_OUT"):  # every logit, for comparing with the C++ program
+        np.savetxt(os.environ["SA_LOGITS_OUT"], logits.numpy(), fmt="%.9g")
 
 
 # --- fixtures -------------------------------------------------------------------
@@ -294,8 +387,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", type=int, nargs="?", const=40, metavar="STEPS")
     parser.add_argument("--train", type=int, metavar="EPOCHS")
+    parser.add_argument("--load", metavar="CHECKPOINT", help="a .safetensors file the C++ chapter saved")
+    parser.add_argument("--text", default="the cat sat on the mat", help="with --load: the text to run")
     args = parser.parse_args()
-    if args.bench:
+    if args.load:
+        show_checkpoint(args.load, args.text)
+    elif args.bench:
         bench(args.bench)
     elif args.train:
         train(args.train)

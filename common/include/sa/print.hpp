@@ -44,6 +44,10 @@ void print_labelled(std::string_view name, const Matrix& m, const std::vector<st
                     const std::vector<std::string>& col_labels, const PrintOptions& opt = {},
                     const Shape& shown = {});
 
+// A bar of `width` characters, '#' for the share `fraction` (0..1) and '.'
+// for the rest: "######....", for tables and progress lines.
+std::string text_bar(double fraction, int width);
+
 // One number the way format_matrix writes it ("-0.1234", "-inf", "nan").
 std::string format_value(double v, int precision = 4);
 

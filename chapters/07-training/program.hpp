@@ -1,0 +1,101 @@
+// Chapter 7's program: what its three tasks share. main.cpp reads the
+// options and runs the tasks in order; each task lives in a file of its own:
+//   task_reversal.cpp  task 1, sequence reversal (the source material's setup)
+//   task_corpus.cpp    task 2, next-word prediction on a sentence corpus
+//   task_pooling.cpp   task 3, attention pooling: a sentence classifier
+#pragma once
+
+#include "07-training/checkpoint.hpp"
+#include "07-training/corpus.hpp"
+#include "07-training/model.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/figures.hpp"
+#include "sa/print.hpp"
+
+#include <fmt/core.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sa::ch7 {
+
+struct Options {
+  int64_t epochs = 100;
+  int64_t batch = 128;
+  double lr = 3e-4;
+  int64_t train = 5000;
+  int64_t test = 500;
+  int64_t digits = 6;
+  int64_t vocab = 16;
+  int64_t d_model = 32;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t sample = 0;
+  std::string task = "both";
+  std::string corpus;  // default: chapters/07-training/corpus.txt
+  std::string text = "the cat sat on the mat";
+  int64_t corpus_epochs = 20;
+  int64_t corpus_batch = 8;
+  double corpus_lr = 3e-3;
+  int64_t corpus_d_model = 64;
+  int64_t corpus_heads = 4;
+  std::string checkpoint_dir;
+};
+
+// Numbered steps across the tasks.
+struct Steps {
+  int n = 0;
+  void operator()(std::string_view title) { step(++n, title); }
+};
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The progress line of an epoch, only on a terminal: redrawn in place.
+class Progress {
+ public:
+  Progress(int64_t epochs, int64_t batches) : enabled_(isatty(fileno(stdout)) != 0), epochs_(epochs), batches_(batches) {}
+  void update(int64_t epoch, int64_t batch_done, double run_elapsed, int64_t steps_done) {
+    if (!enabled_) return;
+    const double per_step = run_elapsed / double(std::max<int64_t>(1, steps_done));
+    const double eta_epoch = per_step * double(batches_ - batch_done);
+    const double eta_run = per_step * double(epochs_ * batches_ - steps_done);
+    fmt::print("\r  epoch {:3}/{} [{}] {:2}/{} batches  ETA {:4.1f} s (run {:5.1f} s)\033[K", epoch, epochs_,
+               text_bar(double(batch_done) / double(batches_), 24), batch_done, batches_, eta_epoch, eta_run);
+    std::fflush(stdout);
+  }
+  void clear() {
+    if (enabled_) fmt::print("\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  int64_t epochs_, batches_;
+};
+
+// Saves a checkpoint, reads it back and checks that the model read back is
+// the model saved (defined in task_reversal.cpp; both tasks save).
+void save_and_verify(const Checkpoint& ckpt, const std::string& path, TinyTransformer& model,
+                     const std::vector<int64_t>& ids, int64_t batch);
+
+// Task 2's input, read and checked before anything runs: a bad --corpus or
+// --text must not wait for task 1's 25 seconds to be refused.
+struct CorpusInput {
+  Corpus corpus;
+  std::vector<int64_t> text_ids;  // --text in the corpus's vocabulary
+};
+
+// Reads --corpus and encodes --text, refusing bad input before any work.
+CorpusInput read_corpus_input(const Options& o);
+
+void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step);
+void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step);
+void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& next_step);
+
+}  // namespace sa::ch7

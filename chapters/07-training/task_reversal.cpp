@@ -1,0 +1,550 @@
+// Chapter 7, task 1: the source material's model trained to reverse a
+// sequence: the task and the model, one training step taken apart (loss,
+// every gradient, a finite-difference spot check, what Adam's first step
+// does), the training run one line per epoch, and what the trained heads do.
+#include "07-training/analysis.hpp"
+#include "07-training/checkpoint.hpp"
+#include "07-training/model.hpp"
+#include "07-training/patterns.hpp"
+#include "07-training/program.hpp"
+#include "07-training/reversal.hpp"
+#include "07-training/training.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/figures.hpp"
+#include "sa/plot.hpp"
+#include "sa/print.hpp"
+#include "sa/rng.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sa::ch7 {
+
+// Saves a checkpoint, reads it back and checks that the model read back is
+// the model saved: the same bits in every parameter, the same logits.
+void save_and_verify(const Checkpoint& ckpt, const std::string& path, TinyTransformer& model,
+                     const std::vector<int64_t>& ids, int64_t batch) {
+  save_checkpoint(path, ckpt);
+  const Checkpoint back = load_checkpoint(path);
+  std::vector<std::span<const float>> a, b;
+  for_each_tensor(ckpt.params, [&](const std::string&, std::span<const float> t) { a.push_back(t); });
+  for_each_tensor(back.params, [&](const std::string&, std::span<const float> t) { b.push_back(t); });
+  int64_t same = 0, total = 0;
+  for (size_t k = 0; k < a.size(); ++k)
+    for (size_t i = 0; i < a[k].size(); ++i) {
+      same += std::bit_cast<uint32_t>(a[k][i]) == std::bit_cast<uint32_t>(b[k][i]);
+      ++total;
+    }
+  const Matrix before = model.forward(ids, batch);
+  auto reloaded = model_from(back);
+  const Matrix after = reloaded->forward(ids, batch);
+  const bool logits_same = before.rows() == after.rows() && (before.array() == after.array()).all();
+  std::error_code ec;
+  int64_t tensors = 0;
+  for_each_tensor(back.params, [&](const std::string&, std::span<const float>) { ++tensors; });
+  fmt::print("  saved  {}  ({} bytes: JSON header, {} token strings, {} tensors of {} float32 parameters)\n",
+             shown_path(path), std::filesystem::file_size(path, ec), back.tokens.size(), tensors,
+             parameter_count(back.params));
+  fmt::print("  read back: {} of {} parameters identical bit for bit; logits of {} sequence{} {}\n", same, total, batch,
+             batch == 1 ? "" : "s", logits_same ? "identical" : "DIFFERENT");
+  if (same != total || !logits_same) throw std::runtime_error("the checkpoint read back is not the model saved");
+}
+
+namespace {
+
+struct EpochRecord {
+  double loss, test_loss, train_acc, test_acc, seconds;
+};
+
+// Head ablation: each head switched off in turn (its rows of W_o zeroed,
+// reversal.hpp), the held-out accuracy measured without it. A head the task
+// needs costs accuracy when it goes; a head that learned nothing useful
+// costs none.
+struct Ablation {
+  int64_t layer, head;
+  double accuracy;  // held-out token accuracy without this head, %
+};
+
+std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& test, const ReversalTask& task,
+                                   const Score& trained) {
+  const ModelConfig& cfg = model.config();
+  say(fmt::format("Switch one head off at a time (its d_k output columns no longer reach W_o: the rows of W_o that "
+                  "read them are zeroed) and measure the held-out token accuracy again, {:.2f}% with every head:",
+                  trained.percent()));
+  std::vector<int64_t> ids, targets;
+  std::vector<Ablation> out;
+  for (int64_t l = 0; l < cfg.n_layers; ++l)
+    for (int64_t h = 0; h < cfg.n_heads; ++h) {
+      const double acc = evaluate_without_head(model, l, h, test, task, ids, targets).percent();
+      out.push_back({l, h, acc});
+      fmt::print("  without layer {}, head {}:  {:6.2f}%   ({:+6.2f} points)  {}\n", l, h, acc,
+                 acc - trained.percent(), text_bar(acc / 100.0, 20));
+    }
+  const auto worst = std::min_element(out.begin(), out.end(),
+                                      [](const Ablation& a, const Ablation& b) { return a.accuracy < b.accuracy; });
+  evaluate(model, test, task, ids, targets);  // leave the full model's forward for the figures, as before
+  int64_t harmless = 0;
+  for (const Ablation& a : out) harmless += trained.percent() - a.accuracy < 1.0;
+  say(fmt::format("Losing layer {}, head {} costs the most ({:.2f} points); {} of the {} heads can go for less than "
+                  "a point{}. Attention weights show where a head looks; ablation shows whether the model needs "
+                  "what it finds there.",
+                  worst->layer, worst->head, trained.percent() - worst->accuracy, harmless, out.size(),
+                  harmless == int64_t(out.size()) ? ": no head is needed alone, the others cover for any one of them"
+                                                  : ""));
+  return out;
+}
+
+// Step "One training step, taken apart": on a twin of the model (same seed,
+// same weights), so the real training run stays step for step PyTorch's.
+void show_one_training_step(const Options& o, uint64_t seed, const ModelConfig& cfg, const AdamConfig& adam_cfg,
+                            const ReversalData& train, const ReversalTask& task, std::vector<int64_t>& ids,
+                            std::vector<int64_t>& targets) {
+  const int64_t T = task.input_len(), D = task.digits;
+  Generator twin_gen(seed);
+  TinyTransformer demo(cfg, twin_gen);
+  Adam demo_adam(demo.params, demo.grads, adam_cfg);
+  std::vector<int64_t> idx(size_t(std::min(o.batch, o.train)));
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i);
+  make_batch(train, idx, task, ids, targets);
+  const int64_t B = int64_t(idx.size());
+  demo.forward(ids, B);
+  const float loss = demo.loss(targets);
+  fmt::print("  forward:  logits (batch, seq, vocab) = ({}, {}, {}), loss {:.4f} over {} counted positions\n", B,
+             T, o.vocab, loss, B * D);
+  demo.backward();
+  say("backward: the forward's layers in reverse order, each one's gradient from its cache. Cross-entropy "
+      "gives dlogits = (softmax - onehot) / n on the counted rows and 0 on the others; the residual "
+      "stream adds each block's branch gradient to the gradient passing straight through.");
+  fmt::print("  {:<20} {:>8} {:>12}\n", "gradient of", "values", "largest |g|");
+  for_each_tensor(demo.grads, [&](const std::string& name, std::span<const float> g) {
+    if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;
+    float largest = 0;
+    for (float x : g) largest = std::max(largest, std::abs(x));
+    fmt::print("  {:<20} {:>8} {:>12.3e}\n", name, g.size(), largest);
+  });
+
+  // A finite-difference spot check: in a few tensors, the weight with the
+  // largest gradient.
+  say("Spot check: move one weight by +-h (h = 1e-2) and compare the change of the loss with the "
+      "gradient backward computed. In each tensor below, the weight with the largest gradient:");
+  std::vector<std::string> names;
+  std::vector<std::span<float>> weights, gradients;
+  for_each_tensor(demo.params, [&](const std::string& n, std::span<float> t) {
+    names.push_back(n);
+    weights.push_back(t);
+  });
+  for_each_tensor(demo.grads, [&](const std::string&, std::span<float> t) { gradients.push_back(t); });
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (names[k] != "tok" && names[k] != "blocks.0.qkv.W" && names[k] != "blocks.1.W_o.W" &&
+        names[k] != "blocks.1.ln2.gamma" && names[k] != "head.b")
+      continue;
+    size_t at = 0;
+    for (size_t i = 0; i < gradients[k].size(); ++i)
+      if (std::abs(gradients[k][i]) > std::abs(gradients[k][at])) at = i;
+    float& w = weights[k][at];
+    const float old = w, h = 1e-2f;
+    w = old + h;
+    demo.forward(ids, B);
+    const double plus = demo.loss(targets);
+    w = old - h;
+    demo.forward(ids, B);
+    const double minus = demo.loss(targets);
+    w = old;
+    fmt::print("  {:<20} entry {:4}  backward {:+.6f}   (L(w+h) - L(w-h)) / 2h = {:+.6f}\n", names[k], at,
+               gradients[k][at], (plus - minus) / (2.0 * h));
+  }
+  say("They agree to about 1e-5: the loss is a float32 number near 3 (steps of 2.4e-7), and dividing "
+      "its rounding by 2h = 0.02 leaves differences of that size. The hidden tests check every layer's "
+      "gradients this way, and the whole model's against PyTorch's autograd.");
+  demo.forward(ids, B);
+  demo.loss(targets);
+  demo.backward();
+  const Params before = demo.params;
+  demo_adam.step();
+  float largest_move = 0;
+  int64_t moved = 0, total = 0;
+  std::vector<std::span<const float>> a, b;
+  for_each_tensor(before, [&](const std::string&, std::span<const float> t) { a.push_back(t); });
+  for_each_tensor(demo.params, [&](const std::string&, std::span<const float> t) { b.push_back(t); });
+  for (size_t k = 0; k < a.size(); ++k)
+    for (size_t i = 0; i < a[k].size(); ++i) {
+      const float move = std::abs(b[k][i] - a[k][i]);
+      largest_move = std::max(largest_move, move);
+      moved += move > 0;
+      ++total;
+    }
+  fmt::print("  Adam step 1: {} of {} weights moved, the largest by {:.3e} (lr = {})\n", moved, total, largest_move,
+             o.lr);
+  say("At step 1 the bias corrections make m/(1-b1) = g and v/(1-b2) = g^2, so every weight with a "
+      "non-zero gradient moves by almost exactly lr, whatever its gradient's size. The weights that did "
+      "not move had exactly zero gradient: embedding rows of tokens absent from the batch, and the "
+      "position row the inputs never reach.");
+  demo.forward(ids, B);
+  fmt::print("  loss on the same batch after the step: {:.4f} (was {:.4f})\n", demo.loss(targets), loss);
+}
+
+// Step "The trained model on unseen sequences": greedy generation, one token
+// at a time: SEP and everything after it come from the model itself.
+void show_generation(TinyTransformer& model, const ReversalData& test, const Options& o, int64_t D) {
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < o.test; ++i) {
+    const auto s = test.sample(i);
+    prompt.insert(prompt.end(), s.begin(), s.begin() + D + 1);
+  }
+  std::vector<int64_t> seqs = prompt;
+  for (int64_t k = 0; k < D; ++k) {
+    const int64_t len = D + 1 + k;
+    const Matrix& logits = model.forward(seqs, o.test);
+    std::vector<int64_t> next;
+    for (int64_t i = 0; i < o.test; ++i) {
+      Eigen::Index best = 0;
+      logits.row(i * len + len - 1).maxCoeff(&best);
+      next.push_back(int64_t(best));
+    }
+    std::vector<int64_t> grown;
+    for (int64_t i = 0; i < o.test; ++i) {
+      grown.insert(grown.end(), seqs.begin() + i * len, seqs.begin() + (i + 1) * len);
+      grown.push_back(next[size_t(i)]);
+    }
+    seqs = std::move(grown);
+  }
+  int64_t exact = 0;
+  const int64_t full = D * 2 + 1;
+  for (int64_t i = 0; i < o.test; ++i) {
+    const auto s = test.sample(i);
+    exact += std::equal(s.begin(), s.end(), seqs.begin() + i * full);
+  }
+  for (int64_t i = o.sample; i < std::min(o.test, o.sample + 3); ++i) {
+    const auto s = test.sample(i);
+    const std::span<const int64_t> mine(seqs.data() + i * full, size_t(full));
+    fmt::print("  held-out {:3}: {}  ->  {}   {}\n", i, join_tokens(s.first(size_t(D + 1))),
+               join_tokens(mine.subspan(size_t(D + 1))),
+               std::equal(s.begin(), s.end(), mine.begin()) ? "right" : "WRONG");
+  }
+  fmt::print("  {} of {} held-out sequences reversed exactly ({:.1f}%), generating one token at a time\n", exact,
+             o.test, 100.0 * double(exact) / double(o.test));
+}
+
+void draw_reversal_figures(Figures& figures, const Options& o, const TinyTransformer& model, const ReversalData& test,
+                           int64_t T, int64_t D, const std::vector<plot::Heatmap>& untrained_panels,
+                           const std::vector<EpochRecord>& history, const std::vector<HeadScore>& heads) {
+  std::vector<std::string> labels;
+  for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
+  figures.draw("attention_untrained.png", [&](const std::string& path) {
+    return plot::heatmap_grid(path, fmt::format("Attention before training, held-out sample {} (rows: layers)", o.sample),
+                              int(o.layers), int(o.heads), untrained_panels, 360);
+  });
+  figures.draw("attention_trained.png", [&](const std::string& path) {
+    return plot::heatmap_grid(path,
+                              fmt::format("Attention after {} epochs, held-out sample {} (rows: layers)", o.epochs,
+                                          o.sample),
+                              int(o.layers), int(o.heads), heatmap_panels(model, o.sample, labels), 360);
+  });
+  figures.draw("loss.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = "Training loss (mean cross-entropy over the reversed half)";
+    p.xlabel = "epoch";
+    p.ylabel = "loss (log scale)";
+    p.logy = true;
+    plot::Series tr{"train (mean over the epoch's steps)", {}, {}, plot::Series::Style::LinesPoints};
+    plot::Series he{"held-out (after the epoch)", {}, {}, plot::Series::Style::LinesPoints};
+    for (size_t e = 0; e < history.size(); ++e) {
+      tr.x.push_back(double(e + 1));
+      tr.y.push_back(history[e].loss);
+      he.x.push_back(double(e + 1));
+      he.y.push_back(history[e].test_loss);
+    }
+    p.series = {tr, he};
+    return plot::lines(path, p);
+  });
+  figures.draw("accuracy.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = "Token accuracy on the reversed half";
+    p.xlabel = "epoch (log scale: the climb happens in the first ten)";
+    p.logx = true;
+    p.ylabel = "accuracy (%)";
+    p.ymin = 0;
+    p.ymax = 101;
+    plot::Series tr{"train (before each update)", {}, {}, plot::Series::Style::LinesPoints};
+    plot::Series he{"held-out (after the epoch)", {}, {}, plot::Series::Style::LinesPoints};
+    plot::Series goal{"99%", {1.0, double(history.size())}, {99.0, 99.0}, plot::Series::Style::Dashed};
+    for (size_t e = 0; e < history.size(); ++e) {
+      tr.x.push_back(double(e + 1));
+      tr.y.push_back(history[e].train_acc);
+      he.x.push_back(double(e + 1));
+      he.y.push_back(history[e].test_acc);
+    }
+    p.series = {tr, he, goal};
+    return plot::lines(path, p);
+  });
+  figures.draw("heads.png", [&](const std::string& path) {
+    plot::BarChart c;
+    c.title = "Where each head puts its largest weight, queries after SEP";
+    c.ylabel = "fraction of queries (%)";
+    plot::BarGroup mirror{fmt::format("mirror position {} - p", 2 * D), {}},
+        source{fmt::format("source position {} - p", 2 * D - 1), {}};
+    for (const HeadScore& s : heads) {
+      c.categories.push_back(fmt::format("L{} H{}", s.layer, s.head));
+      mirror.values.push_back(std::round(1000 * s.mirror) / 10);  // one decimal on the bar labels
+      source.values.push_back(std::round(1000 * s.source) / 10);
+    }
+    c.groups = {mirror, source};
+    return plot::bars(path, c);
+  });
+
+}
+}  // namespace
+
+void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step) {
+  ReversalTask task;
+  task.digits = o.digits;
+  task.vocab = o.vocab;
+  ModelConfig cfg;
+  cfg.vocab = o.vocab;
+  cfg.max_seq = task.sample_len();
+  cfg.d_model = o.d_model;
+  cfg.n_heads = o.heads;
+  cfg.n_layers = o.layers;
+  cfg.d_ff = 4 * o.d_model;
+  cfg.validate();  // refuses d_model not divisible by heads, before anything prints
+  if (o.sample >= o.test)
+    throw UsageError(fmt::format("--sample {} but there are only {} held-out samples", o.sample, o.test));
+  AdamConfig adam_cfg;
+  adam_cfg.lr = o.lr;
+
+  const int64_t T = task.input_len(), D = task.digits;
+  fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
+             "{} epochs, seed {}\n",
+             D, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, cli.seed);
+
+  // One generator, used in the PyTorch twin's order: model, training data,
+  // held-out data, then one permutation per epoch.
+  Generator gen(cli.seed);
+  TinyTransformer model(cfg, gen);
+  const ReversalData train = make_reversal_data(gen, o.train, task);
+  const ReversalData test = make_reversal_data(gen, o.test, task);
+
+  // ---------------------------------------------------------------------
+  next_step("The task: reverse a sequence");
+  say(fmt::format("A sample is {} random tokens from 2..{}, the separator SEP (token 1), and the same tokens "
+                  "reversed. The model reads all but the last token and predicts the next one at every "
+                  "position; only the {} predictions after SEP count.",
+                  D, o.vocab - 1, D));
+  for (int64_t i = 0; i < std::min<int64_t>(3, o.train); ++i) {
+    const auto s = train.sample(i);
+    fmt::print("  sample {}  {}\n", i, join_tokens(s));
+  }
+  std::vector<int64_t> ids, targets;
+  {
+    const std::vector<int64_t> first{0};
+    make_batch(train, first, task, ids, targets);
+    std::vector<std::string> shown_targets;
+    for (int64_t t : targets) shown_targets.push_back(t == kIgnore ? "-" : token_label(t));
+    fmt::print("  input     {}\n", join_tokens(ids));
+    fmt::print("  target    {}    (- = kIgnore: not in the loss)\n", fmt::join(shown_targets, " "));
+  }
+  print_shape("training set", {o.train, task.sample_len()});
+  print_shape("held-out set", {o.test, task.sample_len()});
+  print_shape("one batch of inputs", {o.batch, T}, "(batch, seq)");
+
+  // ---------------------------------------------------------------------
+  next_step("The model and its parameters");
+  fmt::print("  ids -> token embedding + position embedding   (batch, {}, {})\n", T, o.d_model);
+  fmt::print("  {} x pre-norm block:\n", o.layers);
+  fmt::print("        x = x + W_o attention(LayerNorm(x) [W_q | W_k | W_v])   causal, {} heads of d_k {}\n", o.heads,
+             cfg.d_k());
+  fmt::print("        x = x + W2 GELU(W1 LayerNorm(x) + b1) + b2               d_ff {}\n", cfg.d_ff);
+  fmt::print("  -> LayerNorm -> linear head                        logits (batch, {}, {})\n", T, o.vocab);
+  {
+    const std::vector<Shape> shapes = tensor_shapes(model.params);
+    size_t k = 0;
+    for_each_tensor(model.params, [&](const std::string& name, std::span<const float> t) {
+      const Shape& shape = shapes[k++];
+      if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;  // one block is enough
+      fmt::print("  {:<20} {:<10} {:>6}\n", name, shape_str(shape), t.size());
+    });
+  }
+  if (o.layers == 2) fmt::print("  (blocks.1 the same)\n");
+  if (o.layers > 2) fmt::print("  (blocks.1 .. blocks.{} the same)\n", o.layers - 1);
+  fmt::print("  {:<31} {:>6} parameters\n", "total", parameter_count(model.params));
+  say("Drawn from the generator in the order the PyTorch twin (tests/reference/ch07_training.py) creates "
+      "them: same seed, same initial weights, bit for bit. Attention weights start as N(0, 0.02^2), so "
+      "every score is near 0 and every head starts out almost uniform.");
+
+  // ---------------------------------------------------------------------
+  next_step("Before training");
+  const Score untrained = evaluate(model, test, task, ids, targets);
+  const std::vector<plot::Heatmap> untrained_panels = [&] {
+    std::vector<std::string> labels;
+    for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
+    return heatmap_panels(model, o.sample, labels);
+  }();
+  print_shape("logits", {o.test, D, o.vocab}, "(batch, reversed positions, vocab), the held-out set in one forward");
+  fmt::print("  held-out loss {:.4f}   (a uniform guess over the {} tokens: ln {} = {:.4f})\n", untrained.loss,
+             o.vocab, o.vocab, std::log(double(o.vocab)));
+  fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%)\n", untrained.percent(), 100.0 / double(o.vocab - 2));
+  {
+    const Matrix w = head_weights(model, 0, o.sample, 0);
+    fmt::print("  layer 0, head 0, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
+    fmt::print("    [{}]\n", fmt::join(std::vector<float>(w.row(D).data(), w.row(D).data() + D + 1), ", "));
+    say(fmt::format("Close to 1/{} = {:.4f} each: the causal mask lets query {} see {} keys, and the scores "
+                    "are all near zero.",
+                    D + 1, 1.0 / double(D + 1), D, D + 1));
+  }
+
+  // ---------------------------------------------------------------------
+  next_step("One training step, taken apart");
+  show_one_training_step(o, cli.seed, cfg, adam_cfg, train, task, ids, targets);
+
+  // ---------------------------------------------------------------------
+  next_step("Training");
+  const int64_t batches = (o.train + o.batch - 1) / o.batch;
+  say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
+                  "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
+                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.",
+                  o.epochs, batches, o.train - (batches - 1) * o.batch, D));
+  // A fresh Adam for the real run.
+  Adam adam(model.params, model.grads, adam_cfg);
+  Progress progress(o.epochs, batches);
+  std::vector<EpochRecord> history;
+  std::optional<int64_t> reached_99;
+  double reached_99_seconds = 0;
+  std::vector<int64_t> test_ids, test_targets;
+  const auto start = Clock::now();
+  int64_t steps = 0;
+  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    const std::vector<int64_t> perm = gen.randperm(o.train);
+    double loss_sum = 0;
+    int64_t correct = 0, counted = 0;
+    for (int64_t b = 0; b < batches; ++b) {
+      const int64_t begin = b * o.batch, end = std::min(o.train, begin + o.batch);
+      make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
+                 targets);
+      const StepStats s = train_step(model, adam, ids, targets, end - begin);
+      if (!std::isfinite(s.loss))
+        throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
+      loss_sum += s.loss;
+      correct += s.correct;
+      counted += s.counted;
+      ++steps;
+      progress.update(epoch, b + 1, seconds_since(start), steps);
+    }
+    const Score held = evaluate(model, test, task, test_ids, test_targets);
+    const double elapsed = seconds_since(start);
+    history.push_back(
+        {loss_sum / double(batches), held.loss, 100.0 * double(correct) / double(counted), held.percent(), elapsed});
+    progress.clear();
+    fmt::print("  epoch {:3}/{}  loss {:.4f}  train {:6.2f}%  held-out {:6.2f}%  {:6.2f} s\n", epoch, o.epochs,
+               history.back().loss, history.back().train_acc, held.percent(), elapsed);
+    if (!reached_99 && held.percent() >= 99.0) {
+      reached_99 = epoch;
+      reached_99_seconds = elapsed;
+    }
+  }
+  const double train_seconds = seconds_since(start);
+  if (reached_99)
+    fmt::print("  held-out accuracy reached 99% at epoch {} ({:.2f} s); {} steps in {:.2f} s, {:.2f} ms a step\n",
+               *reached_99, reached_99_seconds, steps, train_seconds, 1e3 * train_seconds / double(steps));
+  else
+    fmt::print("  held-out accuracy did not reach 99% in {} epochs; {} steps in {:.2f} s\n", o.epochs, steps,
+               train_seconds);
+
+  // ---------------------------------------------------------------------
+  next_step("The trained model on unseen sequences");
+  show_generation(model, test, o, D);
+
+  // ---------------------------------------------------------------------
+  next_step("What each head learned");
+  const Score trained = evaluate(model, test, task, test_ids, test_targets);
+  const std::vector<HeadScore> heads = analyze_heads(model, o.test, task);
+  say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
+                  "position {} - p (the input token equal to the query's own, the source material's check), or on the "
+                  "source position {} - p (the token the query has to write next)? Over all {} held-out "
+                  "samples:",
+                  2 * D, 2 * D - 1, o.test));
+  fmt::print("  {:<16} {:>8}  {:<20}  {:>8}  {:<20}\n", "", "mirror", "", "source", "");
+  for (const HeadScore& s : heads)
+    fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer, s.head, 100 * s.mirror,
+               text_bar(s.mirror, 20), 100 * s.source, text_bar(s.source, 20));
+  {
+    const HeadScore* best = &heads.front();
+    for (const HeadScore& s : heads)
+      if (s.source > best->source) best = &s;
+    fmt::print("  held-out token accuracy {:.2f}%\n", trained.percent());
+    // A head that finds the source most of the time has learned to copy;
+    // after too few epochs none has, and the heatmap shows no anti-diagonal.
+    if (best->source >= 0.9)
+      say(fmt::format("Layer {}, head {} is the copying head: it attends to the source position {:.1f}% of "
+                      "the time. In the heatmap below it draws the anti-diagonal that reversal needs.",
+                      best->layer, best->head, 100 * best->source));
+    else
+      say(fmt::format("No head copies yet: the best, layer {}, head {}, attends to the source position only "
+                      "{:.1f}% of the time, and the heatmap below has no clear anti-diagonal. More epochs "
+                      "(--epochs) let the heads learn it.",
+                      best->layer, best->head, 100 * best->source));
+    const Matrix w = head_weights(model, best->layer, o.sample, best->head);
+    std::vector<std::string> labels;
+    for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
+    print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, o.sample), w,
+                   labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
+    say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
+                    "explained with task 2's table; 'uniform' is a head that learned nothing):"));
+    fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
+               "diagonal", "local 3", "class", "local 1", "class (window 1)");
+    print_analyzer_row("uniform, causal", "", uniform_weights(T, true));
+    for (int64_t l = 0; l < o.layers; ++l)
+      for (int64_t h = 0; h < o.heads; ++h)
+        print_analyzer_row(fmt::format("layer {}, head {}", l, h), "trained",
+                           head_weights(model, l, o.sample, h));
+  }
+  const std::vector<Ablation> ablations = ablate_heads(model, test, task, trained);
+
+  // ---------------------------------------------------------------------
+  next_step("Save the trained model: a checkpoint");
+  {
+    Checkpoint ckpt;
+    ckpt.config = cfg;
+    for (int64_t id = 0; id < o.vocab; ++id) ckpt.tokens.push_back(token_label(id));
+    ckpt.note = fmt::format("task 1, reversal of {} tokens: {} epochs from seed {}, held-out token accuracy {:.2f}%", D,
+                            o.epochs, cli.seed, trained.percent());
+    ckpt.params = model.params;
+    say("A safetensors file, which PyTorch and the Hugging Face tools read: the length of a JSON header that "
+        "gives each tensor's name, dtype, shape and place, and holds the configuration, the vocabulary, a note "
+        "and CRC-32s; then the parameters as little-endian float32. Reading it back checks each of those "
+        "before it trusts a single size (checkpoint.hpp).");
+    save_and_verify(ckpt, o.checkpoint_dir + "/reversal.safetensors", model, test_ids, o.test);
+    const auto s = test.sample(o.sample);
+    fmt::print("  look at it:  {} --checkpoint {} --text \"{}\" --layer 0 --head 0\n",
+               shown_path(sibling_program("07-training-analyze")),
+               shown_path(o.checkpoint_dir + "/reversal.safetensors"),
+               join_tokens(s.first(size_t(T))));
+  }
+
+  gap();
+  fmt::print("Drawing figures\n");
+  draw_reversal_figures(figures, o, model, test, T, D, untrained_panels, history, heads);
+  figures.draw("head_ablation.png", [&](const std::string& path) {
+    plot::BarChart c;
+    c.title = "Held-out token accuracy with one head switched off";
+    c.ylabel = "held-out token accuracy (%)";
+    plot::BarGroup without{"without this head", {}};
+    for (const Ablation& a : ablations) {
+      c.categories.push_back(fmt::format("L{} H{}", a.layer, a.head));
+      without.values.push_back(std::round(100 * a.accuracy) / 100);
+    }
+    c.groups = {without};
+    c.hlines = {{trained.percent(), "every head"}, {100.0 / double(o.vocab - 2), "chance"}};
+    return plot::bars(path, c);
+  });
+}
+
+}  // namespace sa::ch7
