@@ -18,6 +18,7 @@
 #include "07-training/reversal.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/measure.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/core.h>
@@ -75,6 +76,19 @@ struct Setup {
 };
 
 constexpr int64_t kBatch = 128;
+
+// Operations of one training step, a multiply-add counted as 2: the
+// forward's matrix products (projections, the two attention products per
+// head, W_o, the feed-forward, the head), times 3 for forward + backward
+// (the backward does two products for each of the forward's). Elementwise
+// work (softmax, LayerNorm, GELU, Adam) is left out: it is small beside
+// them and is not what a GEMM peak measures.
+double step_flops(const ModelConfig& c, int64_t batch, int64_t T) {
+  const double rows = double(batch * T), d = double(c.d_model), ff = double(c.d_ff);
+  const double attention = 2.0 * 2.0 * double(batch * c.n_heads) * double(T * T) * double(c.d_k());
+  const double per_layer = 2.0 * rows * d * 3.0 * d + attention + 2.0 * rows * d * d + 2.0 * 2.0 * rows * d * ff;
+  return 3.0 * (double(c.n_layers) * per_layer + 2.0 * rows * d * double(c.vocab));
+}
 
 // One epoch: a fresh permutation, every batch, then the held-out score.
 Score run_epoch(Setup& s, Adam& adam, std::vector<int64_t>& ids, std::vector<int64_t>& targets) {
@@ -158,6 +172,13 @@ void run(int argc, char** argv) {
     step_median = median(t);
     fmt::print("  one training step (batch {}): median {:.3f} ms wall, {:.3f} ms CPU, over {} steps\n", kBatch,
                1e3 * step_median.wall, 1e3 * step_median.cpu, steps);
+    Generator peak_gen(cli.seed);
+    const double peak = measure::gemm_peak_gflops(peak_gen);
+    const double flops = step_flops(s.cfg, kBatch, s.task.input_len());
+    fmt::print("  a step is about {:.3f} GFLOP (matrix products, forward and backward): {:.1f} GFLOP/s, {:.0f}% of "
+               "this core's float GEMM peak of {:.1f} GFLOP/s (Eigen, 1024^3, measured now)\n",
+               flops / 1e9, flops / (1e6 * 1e3 * step_median.wall), 100.0 * flops / (1e9 * step_median.wall) / peak,
+               peak);
   }
 
   // 2. The training run from the seed: epoch times and the time to 99%.

@@ -17,7 +17,7 @@
 // first line 0,gemm_peak,<GFLOP/s>,0.
 #include "03-softmax/softmax.hpp"
 #include "08-efficient-attention/efficient.hpp"
-#include "08-efficient-attention/measure.hpp"
+#include "sa/measure.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/rng.hpp"

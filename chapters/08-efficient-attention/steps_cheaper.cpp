@@ -5,7 +5,7 @@
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
 #include "08-efficient-attention/efficient.hpp"
-#include "08-efficient-attention/measure.hpp"
+#include "sa/measure.hpp"
 #include "08-efficient-attention/steps.hpp"
 
 #include "sa/plot.hpp"

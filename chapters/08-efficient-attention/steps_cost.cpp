@@ -2,7 +2,7 @@
 // the inputs the other steps share.
 #include "03-softmax/softmax.hpp"
 #include "08-efficient-attention/efficient.hpp"
-#include "08-efficient-attention/measure.hpp"
+#include "sa/measure.hpp"
 #include "08-efficient-attention/steps.hpp"
 
 #include "sa/cli.hpp"

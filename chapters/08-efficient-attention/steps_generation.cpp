@@ -3,7 +3,7 @@
 #include "07-training/corpus.hpp"
 #include "07-training/model.hpp"
 #include "08-efficient-attention/generation.hpp"
-#include "08-efficient-attention/measure.hpp"
+#include "sa/measure.hpp"
 #include "08-efficient-attention/steps.hpp"
 
 #include "sa/plot.hpp"

@@ -3,7 +3,7 @@
 #include "03-softmax/softmax.hpp"
 #include "05-causal-mask/mask.hpp"
 #include "08-efficient-attention/efficient.hpp"
-#include "08-efficient-attention/measure.hpp"
+#include "sa/measure.hpp"
 #include "08-efficient-attention/steps.hpp"
 
 #include "sa/plot.hpp"

@@ -1,5 +1,5 @@
-// Timing and memory measurements shared by chapter 8's program and its
-// benchmark: medians of wall-clock time, the extra resident memory a call
+// Timing and memory measurements shared by the benchmarks and chapter 8's
+// program: medians of wall-clock time, the extra resident memory a call
 // needs, and this core's matrix-product peak.
 #pragma once
 
