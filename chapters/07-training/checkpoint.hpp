@@ -834,24 +834,27 @@ inline std::unique_ptr<TinyTransformer> model_from(const Checkpoint& ckpt) {
   return model;
 }
 
+// The folder of the running program (build/bin), from /proc/self/exe;
+// empty when Linux cannot say.
+inline std::filesystem::path running_program_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || !exe.has_parent_path()) return {};
+  return exe.parent_path();
+}
+
 // Where the chapter's programs keep checkpoints unless told otherwise: the
 // build tree (build/checkpoints, next to build/bin where the programs are),
 // not the repository, so no binary file gets committed by accident.
 inline std::string default_checkpoint_dir() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec || !exe.has_parent_path()) return "checkpoints";
-  return (exe.parent_path().parent_path() / "checkpoints").string();
+  const std::filesystem::path bin = running_program_dir();
+  return bin.empty() ? "checkpoints" : (bin.parent_path() / "checkpoints").string();
 }
 
 // Another program of the build, next to the running one (build/bin/...).
 inline std::string sibling_program(const std::string& name) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec || !exe.has_parent_path()) return name;
-  return (exe.parent_path() / name).string();
+  const std::filesystem::path bin = running_program_dir();
+  return bin.empty() ? name : (bin / name).string();
 }
 
 // A path as the reader would type it from the repository root (unchanged
