@@ -14,6 +14,29 @@
 using namespace sa;
 using namespace sa::test;
 
+TEST_CASE("TinyTransformer with a window of 1: each query sees itself, so no gradient reaches W_q or W_k",
+          "[ch07][attention_backward]") {
+  // With one visible key every weight is 1 whatever the scores: softmax's
+  // gradient is exactly 0, so the query and key projections get none, while
+  // the values (and everything else) still do.
+  ModelConfig cfg;
+  cfg.max_seq = 8;
+  cfg.window = 1;
+  Generator gen(12);
+  TinyTransformer model(cfg, gen);
+  const std::vector<int64_t> ids{2, 5, 3, 9, 4, 7, 2, 6}, targets{5, 3, 9, 4, 7, 2, 6, 8};
+  model.forward(ids, 1);
+  model.loss(targets);
+  model.backward();
+  const int64_t d = cfg.d_model;
+  for (int64_t l = 0; l < cfg.n_layers; ++l) {
+    const Matrix& dW = model.grads.blocks[size_t(l)].qkv.W;  // (d, 3d) = [dW_q | dW_k | dW_v]
+    INFO("layer " << l);
+    CHECK(dW.leftCols(2 * d).cwiseAbs().maxCoeff() == 0.0f);
+    CHECK(dW.rightCols(d).cwiseAbs().maxCoeff() > 0.0f);
+  }
+}
+
 TEST_CASE("TinyTransformer with a window: no weight outside the last w keys", "[ch07][attention_forward]") {
   for (const int64_t w : {1, 2, 3}) {
     INFO("window " << w);
@@ -22,8 +45,10 @@ TEST_CASE("TinyTransformer with a window: no weight outside the last w keys", "[
     cfg.window = w;
     Generator gen(11);
     TinyTransformer model(cfg, gen);
-    const std::vector<int64_t> ids{2, 5, 3, 9, 4, 7, 2, 6};
+    const std::vector<int64_t> ids{2, 5, 3, 9, 4, 7, 2, 6}, targets{5, 3, 9, 4, 7, 2, 6, 8};
     model.forward(ids, 1);
+    model.loss(targets);
+    model.backward();  // the masked keys get no gradient either: checked below through P, which backward reuses
     for (int64_t l = 0; l < cfg.n_layers; ++l) {
       const Matrix& P = model.weights(l);  // (n_heads * seq, seq)
       for (int64_t r = 0; r < P.rows(); ++r) {
@@ -45,7 +70,14 @@ TEST_CASE("TinyTransformer: a window as wide as the text is the causal model", "
   wide.window = 8;
   Generator g1(4), g2(4);
   TinyTransformer a(causal, g1), b(wide, g2);
-  const std::vector<int64_t> ids{3, 3, 8, 1, 12, 5};
+  const std::vector<int64_t> ids{3, 3, 8, 1, 12, 5}, targets{3, 8, 1, 12, 5, 7};
   const Matrix la = a.forward(ids, 1);
   require_close("logits with window 8 against the causal model", b.forward(ids, 1), la, kBitExact);
+  a.forward(ids, 1);
+  a.loss(targets);
+  a.backward();
+  b.loss(targets);
+  b.backward();
+  require_close("gradient of blocks.0.qkv.W, window 8 against causal", b.grads.blocks[0].qkv.W,
+                a.grads.blocks[0].qkv.W, kBitExact);
 }
