@@ -139,8 +139,9 @@ TEST_CASE("tiled_attention_backward: agrees with central finite differences in d
     const AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, R, is_causal, block);
 
     const double h = 1e-5;
+    const bool causal = is_causal;  // (clang 14 cannot capture a structured binding in a lambda)
     auto loss = [&](const MatrixD& q, const MatrixD& k, const MatrixD& v) {
-      return attention_double(q, k, v, is_causal).O.cwiseProduct(Rd).sum();
+      return attention_double(q, k, v, causal).O.cwiseProduct(Rd).sum();
     };
     // which: 0 = Q, 1 = K, 2 = V.
     auto numeric = [&](int which) {
