@@ -55,12 +55,6 @@ Matrix row_matrix(const std::vector<float>& values) {
   return m;
 }
 
-// "[0.6652, 0.2447, 0.0900]": one row, inline.
-std::string row_str(const Matrix& m, int64_t row = 0, int precision = 4) {
-  std::string s = "[";
-  for (int64_t j = 0; j < m.cols(); ++j) s += (j ? ", " : "") + format_value(m(row, j), precision);
-  return s + "]";
-}
 
 // J = diag(p) - p pᵀ for one row p: J[i][j] = dp_i / dx_j. Built only to
 // look at it; softmax_backward never needs it.
@@ -251,9 +245,9 @@ void run(int argc, char** argv) {
     Matrix e(1, seq_len);
     for (int64_t j = 0; j < seq_len; ++j) e(0, j) = std::exp(scores(r, j) - row_max);
     fmt::print("  row '{}' by hand:\n", tokens[size_t(r)]);
-    fmt::print("    x               = {}   max {:.4f}\n", row_str(scores, r), row_max);
-    fmt::print("    exp(x - max)    = {}   sum {:.4f}\n", row_str(e), e.sum());
-    fmt::print("    divided by sum  = {}\n", row_str(Matrix(e / e.sum())));
+    fmt::print("    x               = {}   max {:.4f}\n", format_row(scores, r), row_max);
+    fmt::print("    exp(x - max)    = {}   sum {:.4f}\n", format_row(e), e.sum());
+    fmt::print("    divided by sum  = {}\n", format_row(Matrix(e / e.sum())));
   }
   std::vector<std::string> sums;
   for (int64_t i = 0; i < seq_len; ++i)
@@ -263,7 +257,7 @@ void run(int argc, char** argv) {
     fmt::print("  {}  {}\n", at == 0 ? "row sums   " : "           ",
                fmt::join(sums.begin() + long(at), sums.begin() + long(std::min(at + 6, sums.size())), "  "));
   fmt::print("  column sums  {}   (columns are not distributions)\n",
-             row_str(Matrix(weights.colwise().sum()), 0, 4));
+             format_row(Matrix(weights.colwise().sum()), 0, 4));
   if (seq_len == 1)
     say("  With a single key the only weight is 1: softmax has nothing to choose between.");
   else
@@ -316,11 +310,11 @@ void run(int argc, char** argv) {
   for (const std::vector<float>& values : {std::vector<float>{1000, 999, 998}, std::vector<float>{-1000, -999, -998}}) {
     const Matrix x = row_matrix(values);
     const Matrix e = x.array().exp();
-    fmt::print("  x = {}\n", row_str(x, 0, 0));
-    fmt::print("    naive   exp(x) = {}, sum {} -> {}\n", row_str(e, 0, 0), format_value(e.sum(), 0),
-               row_str(naive_softmax(x)));
-    fmt::print("    stable  exp(x - max) = {} -> {}\n", row_str(Matrix((x.array() - x.maxCoeff()).exp())),
-               row_str(softmax_rows(x)));
+    fmt::print("  x = {}\n", format_row(x, 0, 0));
+    fmt::print("    naive   exp(x) = {}, sum {} -> {}\n", format_row(e, 0, 0), format_value(e.sum(), 0),
+               format_row(naive_softmax(x)));
+    fmt::print("    stable  exp(x - max) = {} -> {}\n", format_row(Matrix((x.array() - x.maxCoeff()).exp())),
+               format_row(softmax_rows(x)));
   }
   say("  softmax(x) = softmax(x - c) for any constant c, because exp(x_j - c) = exp(x_j) exp(-c) and the "
       "factor exp(-c) cancels between numerator and sum. With c = max(x) every exponent is <= 0 (no overflow) "
@@ -328,7 +322,7 @@ void run(int argc, char** argv) {
       "after the shift, hence the same weights.");
   const float inf = std::numeric_limits<float>::infinity();
   auto edge_case = [](std::string_view what, std::string_view call, const Matrix& x, std::string_view note) {
-    fmt::print("  {:<17} {:<27} = {}{}\n", what, call, row_str(softmax_rows(x)), note);
+    fmt::print("  {:<17} {:<27} = {}{}\n", what, call, format_row(softmax_rows(x)), note);
   };
   edge_case("a masked entry:", "softmax([2, -inf, 1])", row_matrix({2.0f, -inf, 1.0f}), "   (exactly 0)");
   edge_case("giant logits:", "softmax([1e30, -1e30, 0])", row_matrix({1e30f, -1e30f, 0.0f}), "");
@@ -348,10 +342,10 @@ void run(int argc, char** argv) {
     std::sort(temperatures.begin(), temperatures.end());
   }
   const Matrix x_t = row_matrix(kTemperatureRow);
-  fmt::print("  x = {}\n", row_str(x_t, 0, 1));
+  fmt::print("  x = {}\n", format_row(x_t, 0, 1));
   for (double T : temperatures) {
     const Matrix w = softmax_rows(x_t / float(T));
-    fmt::print("  T = {:<5g} {}   largest {:.4f}{}\n", T, row_str(w), w.maxCoeff(),
+    fmt::print("  T = {:<5g} {}   largest {:.4f}{}\n", T, format_row(w), w.maxCoeff(),
                T == o.temperature ? "   <- --temperature" : "");
   }
   say("  Dividing by T > 1 shrinks the gaps between logits and flattens the weights toward uniform (1/6 = "
@@ -366,7 +360,7 @@ void run(int argc, char** argv) {
   const Matrix x_g = row_matrix({2.0f, 1.0f, 0.1f});
   const Matrix p_g = softmax_rows(x_g);
   const Matrix J = softmax_jacobian(p_g);
-  fmt::print("  x = {}   p = softmax(x) = {}\n", row_str(x_g, 0, 1), row_str(p_g));
+  fmt::print("  x = {}   p = softmax(x) = {}\n", format_row(x_g, 0, 1), format_row(p_g));
   print_tensor("J = diag(p) - p p^T", J, {3, 3});
   fmt::print("  row sums of J: [{:.1e}, {:.1e}, {:.1e}]   (0 up to float32 rounding)\n", J.row(0).sum(), J.row(1).sum(),
              J.row(2).sum());
@@ -375,9 +369,9 @@ void run(int argc, char** argv) {
   const Matrix dx = softmax_backward(p_g, dy);
   say("  A backward pass does not build J. Given dy = dL/dp from the layer above, it needs dx = dy^T J, which "
       "simplifies to dx = p * (dy - <p, dy>) (elementwise): one dot product per row, O(n) instead of O(n^2).");
-  fmt::print("  dy = {}   <p, dy> = {:.4f}\n", row_str(dy, 0, 1), (p_g.array() * dy.array()).sum());
-  fmt::print("  {:<35} = {}\n", "dy^T J", row_str(dx_J));
-  fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "softmax_backward: p * (dy - <p,dy>)", row_str(dx),
+  fmt::print("  dy = {}   <p, dy> = {:.4f}\n", format_row(dy, 0, 1), (p_g.array() * dy.array()).sum());
+  fmt::print("  {:<35} = {}\n", "dy^T J", format_row(dx_J));
+  fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "softmax_backward: p * (dy - <p,dy>)", format_row(dx),
              (dx - dx_J).cwiseAbs().maxCoeff());
   {
     // Central differences of L(x) = <dy, softmax(x)>, in float: h = 1e-2
@@ -391,7 +385,7 @@ void run(int argc, char** argv) {
       fd(0, j) = ((dy.array() * softmax_rows(plus).array()).sum() - (dy.array() * softmax_rows(minus).array()).sum()) /
                  (2 * h);
     }
-    fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "central differences (h = 0.01)", row_str(fd),
+    fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "central differences (h = 0.01)", format_row(fd),
                (fd - dx).cwiseAbs().maxCoeff());
   }
 

@@ -43,12 +43,6 @@ struct Options {
   int64_t draws = 100000;
 };
 
-// "[0.2532, 0.1653, ...]": one row, inline.
-std::string row_str(const Matrix& m, int64_t row, int precision = 4) {
-  std::string s = "[";
-  for (int64_t j = 0; j < m.cols(); ++j) s += (j ? ", " : "") + format_value(m(row, j), precision);
-  return s + "]";
-}
 
 // 1/(1-p) for printing; p = 1 has no survivors to scale.
 std::string scale_text(double p) { return p < 1.0 ? fmt::format("{:.4f}", 1.0 / (1.0 - p)) : "1/0 (no survivors)"; }
@@ -193,7 +187,7 @@ void run(int argc, char** argv) {
   print_shape("Q, K, V", {1, seq_len, kDK});
   print_shape("weights = softmax(Q K^T / sqrt(d_k))", {1, seq_len, seq_len}, "(batch, seq_q, seq_k)");
   print_labelled("weights[0]", weights, tokens, tokens);
-  fmt::print("  row sums  {}\n", row_str(Matrix(weights.rowwise().sum().transpose()), 0, 4));
+  fmt::print("  row sums  {}\n", format_row(Matrix(weights.rowwise().sum().transpose()), 0, 4));
 
   // ---------------------------------------------------------------------
   step(2, fmt::format("One dropout draw in training, p = {:g}", o.p));
@@ -257,7 +251,7 @@ void run(int argc, char** argv) {
   print_tensor("train: output = dropout(weights) V", out_train, {1, seq_len, kDK});
   fmt::print("  largest |train - eval| over the output: {:.4f}; per query: {}\n",
              (out_train - out_eval).cwiseAbs().maxCoeff(),
-             row_str(Matrix((out_train - out_eval).cwiseAbs().rowwise().maxCoeff().transpose()), 0, 4));
+             format_row(Matrix((out_train - out_eval).cwiseAbs().rowwise().maxCoeff().transpose()), 0, 4));
   if (o.p == 0.0)
     say("With p = 0 training and evaluation give the same output: nothing was dropped.");
   else if (o.p == 1.0)

@@ -24,12 +24,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 float max_abs_diff(const Matrix& a, const Matrix& b) { return (a - b).cwiseAbs().maxCoeff(); }
 
-// "[0.1234, -0.5678, ...]": one row, inline.
-std::string row_str(const RowVector& v) {
-  std::string s = "[";
-  for (int64_t j = 0; j < v.size(); ++j) s += (j ? ", " : "") + format_value(v(j));
-  return s + "]";
-}
 
 std::string naive_skipped(int64_t seq_len) {
   return fmt::format("seq_len {} is above {}: the naive path would hold two {} x {} float matrices ({}), so only "
@@ -156,11 +150,11 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
     acc = alpha * acc + s * small.V.middleRows(k0, n);
     m = m_new;
     fmt::print("  keys {}..{}: m {}, rescale {}, l {}, acc {}\n", k0, k0 + n - 1, format_value(m),
-               k0 == 0 ? "(first block)" : format_value(alpha), format_value(l), row_str(acc));
+               k0 == 0 ? "(first block)" : format_value(alpha), format_value(l), format_row(acc));
   }
   const TiledAttention tiled = tiled_attention(small.Q, small.K, small.V, false, B);
   const Attention naive = attention(small.Q, small.K, small.V);
-  fmt::print("  output[{}] = acc / l: {}\n", row, row_str(acc / l));
+  fmt::print("  output[{}] = acc / l: {}\n", row, format_row(acc / l));
   print_tensor("tiled_attention(Q, K, V, block 4).output", tiled.output, {T, Small::d_k});
   print_tensor("lse = m + log(l), one per query row (kept for the backward)", tiled.lse.transpose(), {T});
   fmt::print("  chapter 3's attention, largest difference: {:.1e}\n", max_abs_diff(tiled.output, naive.output));

@@ -156,4 +156,10 @@ std::string text_bar(double fraction, int width) {
   return std::string(size_t(std::max(0, n)), '#') + std::string(size_t(std::max(0, width - n)), '.');
 }
 
+std::string format_row(const Matrix& m, int64_t row, int precision) {
+  std::string s = "[";
+  for (int64_t j = 0; j < m.cols(); ++j) s += (j ? ", " : "") + format_value(m(row, j), precision);
+  return s + "]";
+}
+
 }  // namespace sa

@@ -44,6 +44,10 @@ void print_labelled(std::string_view name, const Matrix& m, const std::vector<st
                     const std::vector<std::string>& col_labels, const PrintOptions& opt = {},
                     const Shape& shown = {});
 
+// "[0.6652, 0.2447, 0.0900]": row `row` of m, inline, each value as
+// format_value writes it.
+std::string format_row(const Matrix& m, int64_t row = 0, int precision = 4);
+
 // A bar of `width` characters, '#' for the share `fraction` (0..1) and '.'
 // for the rest: "######....", for tables and progress lines.
 std::string text_bar(double fraction, int width);
