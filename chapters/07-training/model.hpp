@@ -208,6 +208,7 @@ struct BlockCache {
   Matrix a;          // LayerNorm1(x), (batch * seq, d)
   Matrix qkv;        // a [W_q | W_k | W_v], (batch * seq, 3d)
   Matrix scores, P;  // (batch * n_heads * seq, seq); scores is only a work buffer
+  AttentionDropout dropout;  // training only: its p, and P_drop and keep when p > 0
   Matrix att;        // attention output, heads side by side, (batch * seq, d)
   Matrix att_kept;   // last block only: the rows of att that are kept, (rows, d)
   Matrix x_kept;     // last block only: the same rows of the block's input, (rows, d)
@@ -303,6 +304,14 @@ struct Workspace {
   }
 };
 
+// Attention dropout in a training step: probability p (0: off), drawn
+// from gen, which training shares with the batch order as PyTorch's global
+// generator is shared.
+struct DropoutSetting {
+  double p = 0;
+  Generator* gen = nullptr;
+};
+
 class TinyTransformer {
  public:
   TinyTransformer(const ModelConfig& cfg, Generator& gen)
@@ -312,7 +321,8 @@ class TinyTransformer {
 
   // Logits (batch * seq, vocab) of every position of `batch` sequences of
   // ids.size() / batch tokens each. Keeps every cache for backward().
-  const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch) { return run_forward(ids, batch, 0); }
+  // Evaluation: no dropout.
+  const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch) { return run_forward(ids, batch, 0, {}); }
 
   // After forward(): the mean cross-entropy of its logits against one
   // target per position; rows whose target is kIgnore do not count.
@@ -327,7 +337,12 @@ class TinyTransformer {
   // loss needs (positions before the first one with a target skip the end
   // of the last block, see Workspace). Same loss and gradients as
   // forward() + loss().
-  float forward_loss(const std::vector<int64_t>& ids, int64_t batch, const std::vector<int64_t>& targets) {
+  // `dropout`: chapter 6's attention dropout, in every block, drawn from
+  // dropout.gen (PyTorch's model.train() with dropout on the weights). Only
+  // this training forward drops: forward() is evaluation and never does,
+  // so a model is evaluated with dropout off without anyone switching it.
+  float forward_loss(const std::vector<int64_t>& ids, int64_t batch, const std::vector<int64_t>& targets,
+                     const DropoutSetting& dropout = {}) {
     if (targets.size() != ids.size())
       throw std::invalid_argument(fmt::format("forward_loss: {} targets for {} ids", targets.size(), ids.size()));
     if (batch < 1 || ids.empty() || int64_t(ids.size()) % batch != 0)
@@ -337,7 +352,10 @@ class TinyTransformer {
     for (size_t r = 0; r < targets.size(); ++r)
       if (targets[r] != kIgnore) first = std::min(first, int64_t(r % size_t(seq)));
     if (first == seq) throw std::invalid_argument("forward_loss: every target is kIgnore; nothing to learn from");
-    run_forward(ids, batch, first);
+    if (!(dropout.p >= 0 && dropout.p < 1) || (dropout.p > 0 && !dropout.gen))
+      throw std::invalid_argument(
+          fmt::format("forward_loss: attention dropout p must be in [0, 1) with a generator, got {}", dropout.p));
+    run_forward(ids, batch, first, dropout);
     Workspace& w = current();
     w.targets.clear();
     for (int64_t b = 0; b < batch; ++b)
@@ -393,7 +411,7 @@ class TinyTransformer {
         w.all.d_att.setZero();
         add_scattered_rows(after_att.d_att, w.seq, w.first, w.all.d_att);
       }
-      attention_backward(cache.qkv, cache.P, w.all.d_att, w.batch, cfg_.n_heads, w.d_P, w.d_qkv);
+      attention_backward(cache.qkv, cache.P, w.all.d_att, w.batch, cfg_.n_heads, w.d_P, w.d_qkv, &cache.dropout);
       linear_backward(cache.a, block.qkv, w.d_qkv, w.all.d_m, block_grads.qkv);
       layernorm_backward(w.all.d_m, cache.ln1, block.ln1, w.all.d_ln, block_grads.ln1);
       if (last) {  // the gradient of x_in: the identity path (kept rows) plus the attention branch
@@ -416,7 +434,8 @@ class TinyTransformer {
   Params grads;
 
  private:
-  const Matrix& run_forward(const std::vector<int64_t>& ids, int64_t batch, int64_t first) {
+  const Matrix& run_forward(const std::vector<int64_t>& ids, int64_t batch, int64_t first,
+                            const DropoutSetting& dropout) {
     if (batch < 1 || ids.empty() || int64_t(ids.size()) % batch != 0)
       throw std::invalid_argument(fmt::format("forward: {} ids do not make {} sequences", ids.size(), batch));
     Workspace& w = workspace_for(batch, int64_t(ids.size()) / batch, first);
@@ -431,7 +450,9 @@ class TinyTransformer {
       // x_mid = x + W_o · attention(LayerNorm1(x))
       layernorm_forward(*x, block.ln1, cache.a, cache.ln1);
       linear_forward(cache.a, block.qkv, cache.qkv);
-      attention_forward(cache.qkv, batch, cfg_.n_heads, w.mask, cache.scores, cache.P, cache.att);
+      cache.dropout.p = dropout.p;  // set every forward: an evaluation after training drops nothing
+      cache.dropout.gen = dropout.gen;
+      attention_forward(cache.qkv, batch, cfg_.n_heads, w.mask, cache.scores, cache.P, cache.att, &cache.dropout);
       if (last) {  // from here on, only the kept rows: nothing after the last attention mixes positions
         gather_rows(cache.att, w.seq, w.first, cache.att_kept);
         gather_rows(*x, w.seq, w.first, cache.x_kept);
@@ -518,11 +539,12 @@ struct StepStats {
   int64_t counted = 0;
 };
 
-// One training step: forward and loss, backward, Adam.
+// One training step: forward and loss (with attention dropout if given),
+// backward, Adam.
 inline StepStats train_step(TinyTransformer& model, Adam& adam, const std::vector<int64_t>& ids,
-                            const std::vector<int64_t>& targets, int64_t batch) {
+                            const std::vector<int64_t>& targets, int64_t batch, const DropoutSetting& dropout = {}) {
   StepStats s;
-  s.loss = model.forward_loss(ids, batch, targets);
+  s.loss = model.forward_loss(ids, batch, targets, dropout);
   s.correct = count_correct(model.logits(), model.loss_targets());
   for (int64_t t : model.loss_targets()) s.counted += t != kIgnore;
   model.backward();

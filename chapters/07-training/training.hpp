@@ -27,7 +27,9 @@
 #pragma once
 
 #include "03-softmax/softmax.hpp"
+#include "06-dropout/dropout.hpp"
 #include "sa/nn.hpp"
+#include "sa/rng.hpp"
 #include "sa/tensor.hpp"
 
 #include <unsupported/Eigen/SpecialFunctions>  // the vectorized erf GELU needs
@@ -210,7 +212,10 @@ inline void gelu_backward(const Matrix& X, const Matrix& dY, Matrix& dX) {
 //   P is PyTorch's (batch, n_heads, seq, seq) weights tensor stored as
 //   batch * n_heads * seq rows: row ((b n_heads + h) seq + i) is query i of
 //   head h of sequence b.
-//   cache: QKV (the caller's) and P
+//   In training, chapter 6's dropout may sit between the weights and V:
+//     P_drop = dropout(P, p),  O = P_drop V
+//   (see AttentionDropout; evaluation passes none, and O = P V).
+//   cache: QKV (the caller's), P, and with dropout P_drop and its keep mask
 // ===========================================================================
 struct AttentionDims {
   int64_t batch, seq, n_heads, d_model, d_k;
@@ -242,17 +247,36 @@ inline auto head_block(const Matrix& M, const AttentionDims& a, int64_t part, in
   return M.block(b * a.seq, part * a.d_model + h * a.d_k, a.seq, a.d_k);
 }
 
+// Attention dropout for one forward and its backward. The forward reads p
+// and gen and fills P_drop and keep; the backward reads all but gen.
+// p = 0 is the identity and draws nothing (chapter 6), so a forward with
+// p = 0 is bit for bit a forward without dropout.
+struct AttentionDropout {
+  double p = 0;              // drop probability of each weight, in [0, 1)
+  Generator* gen = nullptr;  // the draws, one per weight in P's memory order, as F.dropout takes them
+  Matrix P_drop;             // dropout(P): what multiplied V, like P
+  Mask keep;                 // chapter 6's mask: true where the weight survived
+  bool active() const { return p > 0; }
+};
+
 // `mask` is (seq, seq), true = allowed (chapter 5's causal_mask for the
 // model). `scores` (batch * n_heads * seq, seq) is a work buffer; P gets the
-// weights, O the output.
+// weights, O the output. `dropout` (training only) drops weights after the
+// softmax: every (b, h, i) row of P stays a distribution, but O reads
+// P_drop, whose rows sum to 1 only on average. p = 1 is refused: it would
+// zero every output and leave nothing to learn.
 inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads, const Mask& mask, Matrix& scores,
-                              Matrix& P, Matrix& O) {
+                              Matrix& P, Matrix& O, AttentionDropout* dropout = nullptr) {
   const AttentionDims a = attention_dims("attention_forward", QKV, batch, n_heads);
   if (mask.rows() != a.seq || mask.cols() != a.seq)
     throw std::invalid_argument(fmt::format("attention_forward: mask is ({}, {}) for sequences of {} tokens",
                                             mask.rows(), mask.cols(), a.seq));
   detail::expect_shape("attention_forward", "scores", scores, a.batch * a.n_heads * a.seq, a.seq);
   detail::expect_shape("attention_forward", "O", O, QKV.rows(), a.d_model);
+  if (dropout && !(dropout->p >= 0 && dropout->p < 1))
+    throw std::invalid_argument(fmt::format("attention_forward: attention dropout p must be in [0, 1), got {}", dropout->p));
+  if (dropout && dropout->active() && !dropout->gen)
+    throw std::invalid_argument("attention_forward: attention dropout needs a generator for its draws");
   // Divide (not multiply by 1/√d_k) as PyTorch's `/ math.sqrt(d_k)` does.
   const float sqrt_dk = std::sqrt(float(a.d_k));
   const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -267,9 +291,18 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
     }
   // Softmax is row by row, so one call covers every head of every sequence.
   P = softmax_rows(scores);
+  // P's rows are PyTorch's (b, h, i) order, so one dropout call over all of
+  // P draws for the same weights in the same order as F.dropout on the
+  // (batch, n_heads, seq, seq) tensor.
+  if (dropout && dropout->active()) {
+    DropoutResult dropped = sa::dropout(P, dropout->p, *dropout->gen);
+    dropout->P_drop = std::move(dropped.output);
+    dropout->keep = std::move(dropped.keep);
+  }
+  const Matrix& weights = dropout && dropout->active() ? dropout->P_drop : P;
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.n_heads; ++h)
-      head_block(O, a, 0, b, h).noalias() = head_rows(P, a, b, h) * head_block(QKV, a, 2, b, h);
+      head_block(O, a, 0, b, h).noalias() = head_rows(weights, a, b, h) * head_block(QKV, a, 2, b, h);
 }
 
 // EXERCISE. Backward of attention_forward: given dO (batch * seq, d_model),
@@ -280,12 +313,18 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
 //   dQ = dS K / √d_k      dK = dSᵀ Q / √d_k
 // The mask needs no backward of its own: a masked weight is exactly 0, and
 // softmax_backward multiplies by P, so its dS is 0 too.
+// With the forward's `dropout` (active: p > 0), V was multiplied by P_drop,
+// and dropout sits between P and P_drop (chapter 6):
+//   dV = P_dropᵀ dO      dP = dropout_backward(dO Vᵀ, keep, p)
+// and the rest is unchanged: softmax_backward still takes P, the weights
+// before dropout. A dropped weight passes no gradient to its score
+// through dP, but its score still moves through the row's softmax.
 // Refused with std::invalid_argument: QKV whose rows do not split into
 // `batch` sequences or whose d_model does not split into n_heads; P or dP
 // not (batch * n_heads * seq, seq); dO not (batch * seq, d_model); dQKV not
-// QKV's shape.
+// QKV's shape; an active dropout whose P_drop or keep is not P's shape.
 void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
-                        Matrix& dP, Matrix& dQKV);
+                        Matrix& dP, Matrix& dQKV, const AttentionDropout* dropout = nullptr);
 
 // ===========================================================================
 // Residual connection: x_out = x + f(x). Its backward is the reason deep

@@ -6,6 +6,7 @@
 #include "07-training/training.hpp"
 
 #include "03-softmax/softmax.hpp"
+#include "06-dropout/dropout.hpp"
 #include "sa/exercise.hpp"
 
 #include <cmath>
@@ -23,14 +24,18 @@ void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const Lay
 }
 
 void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
-                        Matrix& dP, Matrix& dQKV) {
+                        Matrix& dP, Matrix& dQKV, const AttentionDropout* dropout) {
   // TODO: for every sequence b and head h (head_block / head_rows in the
   // header give the pieces), go back through O = P V, then through softmax
   // with chapter 3's softmax_backward, then through S = Q Kᵀ / √d_k.
   // dP is yours to fill with dO Vᵀ (head by head) before softmax_backward.
+  // With an active dropout (dropout && dropout->active()) the forward
+  // multiplied V by dropout->P_drop: use it for dV, and pass dP through
+  // chapter 6's dropout_backward with dropout->keep before the softmax.
   SA_TODO("attention_backward",
           "dV = Pᵀ dO, dP = dO Vᵀ; dS = softmax_backward(P, dP) (one call covers all heads); "
-          "dQ = dS K / sqrt(d_k), dK = dSᵀ Q / sqrt(d_k)");
+          "dQ = dS K / sqrt(d_k), dK = dSᵀ Q / sqrt(d_k); with dropout: dV = P_dropᵀ dO and "
+          "dP = dropout_backward(dO Vᵀ, keep, p)");
 }
 
 void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits) {

@@ -4,6 +4,7 @@
 #include "07-training/training.hpp"
 
 #include "03-softmax/softmax.hpp"
+#include "06-dropout/dropout.hpp"
 
 #include <fmt/core.h>
 
@@ -42,22 +43,33 @@ void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const Lay
 }
 
 void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
-                        Matrix& dP, Matrix& dQKV) {
+                        Matrix& dP, Matrix& dQKV, const AttentionDropout* dropout) {
   const AttentionDims a = attention_dims("attention_backward", QKV, batch, n_heads);
   detail::expect_shape("attention_backward", "P", P, a.batch * a.n_heads * a.seq, a.seq);
   detail::expect_shape("attention_backward", "dO", dO, QKV.rows(), a.d_model);
   detail::expect_shape("attention_backward", "dP", dP, P.rows(), P.cols());
   detail::expect_shape("attention_backward", "dQKV", dQKV, QKV.rows(), QKV.cols());
+  const bool dropped = dropout && dropout->active();
+  if (dropped && (dropout->P_drop.rows() != P.rows() || dropout->P_drop.cols() != P.cols() ||
+                  dropout->keep.rows() != P.rows() || dropout->keep.cols() != P.cols()))
+    throw std::invalid_argument(fmt::format("attention_backward: dropout's P_drop {} and keep ({}, {}) are not P's {}",
+                                            shape_str(dropout->P_drop), dropout->keep.rows(), dropout->keep.cols(),
+                                            shape_str(P)));
   const float sqrt_dk = std::sqrt(float(a.d_k));
 
-  // O = P V, a matrix product: dV = Pᵀ dO and dP = dO Vᵀ (chapter-1 rules
-  // for Y = X W, with P in the role of X).
+  // O = W V with W = P, or P_drop in training with dropout: a matrix product,
+  // so dV = Wᵀ dO and dW = dO Vᵀ (chapter-1 rules for Y = X W, with W in
+  // the role of X).
+  const Matrix& W = dropped ? dropout->P_drop : P;
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.n_heads; ++h) {
       const auto dO_bh = head_block(dO, a, 0, b, h);
-      head_block(dQKV, a, 2, b, h).noalias() = head_rows(P, a, b, h).transpose() * dO_bh;
+      head_block(dQKV, a, 2, b, h).noalias() = head_rows(W, a, b, h).transpose() * dO_bh;
       head_rows(dP, a, b, h).noalias() = dO_bh * head_block(QKV, a, 2, b, h).transpose();
     }
+  // P_drop = dropout(P) with its mask fixed: chapter 6's backward turns
+  // dP_drop into dP (zero where a weight was dropped, 1/(1 − p) elsewhere).
+  if (dropped) dP = dropout_backward(dP, dropout->keep, dropout->p);
 
   // P = softmax(S), row by row: chapter 3's vector-Jacobian product, once
   // for every row of every head. Masked entries have P = 0, so dS = 0 there.

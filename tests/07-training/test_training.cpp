@@ -139,6 +139,45 @@ struct FixtureModel {
   }
 };
 
+// One directional derivative per tensor of a model whose gradients are in
+// model.grads: for a random ±1 direction u,
+//   (L(θ + h u) − L(θ − h u)) / 2h  ≈  ⟨∂L/∂θ, u⟩,
+// which weighs every entry of the gradient at once. Compared relative to
+// Σ|g|, the size ⟨g, u⟩ could have: a sign error gives 2 |⟨g, u⟩|, a
+// factor of 2 gives |⟨g, u⟩|, a transposed or misplaced gradient a
+// different random sum of the same size.
+void require_directional_derivatives(TinyTransformer& model, Generator& gen, const std::function<double()>& loss,
+                                     const std::string& label) {
+  std::vector<std::span<float>> params, grads;
+  std::vector<std::string> names;
+  for_each_tensor(model.params, [&](const std::string& n, std::span<float> t) {
+    names.push_back(n);
+    params.push_back(t);
+  });
+  for_each_tensor(model.grads, [&](const std::string&, std::span<float> t) { grads.push_back(t); });
+  const float h = 1e-2f;
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::vector<float> u(params[k].size());
+    double analytic = 0.0, norm1 = 0.0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      u[i] = gen.random() % 2 ? 1.0f : -1.0f;
+      analytic += double(grads[k][i]) * u[i];
+      norm1 += std::abs(double(grads[k][i]));
+    }
+    const std::vector<float> saved(params[k].begin(), params[k].end());
+    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] + h * u[i];
+    const double plus = loss();
+    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] - h * u[i];
+    const double minus = loss();
+    std::copy(saved.begin(), saved.end(), params[k].begin());
+    const double numeric = (plus - minus) / (2.0 * h);
+    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], label,
+                     analytic, numeric, norm1));
+    CHECK(norm1 > 0.0);
+    CHECK(std::abs(analytic - numeric) <= kFdTolerance * norm1);
+  }
+}
+
 }  // namespace
 
 // ===========================================================================
@@ -524,10 +563,8 @@ TEST_CASE("model: the training forward (only the rows the loss needs) changes no
 }
 
 TEST_CASE("model: every parameter's gradient agrees with finite differences", "[ch07][model]") {
-  // One directional derivative per tensor: for a random ±1 direction u,
-  //   (L(θ + h u) − L(θ − h u)) / 2h  ≈  ⟨∂L/∂θ, u⟩,
-  // which weighs every entry of the gradient at once. The weights are
-  // re-drawn larger than the initialisation (N(0, 0.3²)) so attention is far
+  // One directional derivative per tensor (require_directional_derivatives).
+  // The weights are re-drawn larger than the initialisation (N(0, 0.3²)) so attention is far
   // from uniform and every gradient is well above float32 noise.
   ModelConfig cfg;
   cfg.vocab = 9;
@@ -553,38 +590,7 @@ TEST_CASE("model: every parameter's gradient agrees with finite differences", "[
     model.forward(ids, batch);
     return double(model.loss(targets));
   };
-  std::vector<std::span<float>> params, grads;
-  std::vector<std::string> names;
-  for_each_tensor(model.params, [&](const std::string& n, std::span<float> t) {
-    names.push_back(n);
-    params.push_back(t);
-  });
-  for_each_tensor(model.grads, [&](const std::string&, std::span<float> t) { grads.push_back(t); });
-
-  const float h = 1e-2f;
-  for (size_t k = 0; k < params.size(); ++k) {
-    std::vector<float> u(params[k].size());
-    double analytic = 0.0, norm1 = 0.0;
-    for (size_t i = 0; i < u.size(); ++i) {
-      u[i] = gen.random() % 2 ? 1.0f : -1.0f;
-      analytic += double(grads[k][i]) * u[i];
-      norm1 += std::abs(double(grads[k][i]));
-    }
-    const std::vector<float> saved(params[k].begin(), params[k].end());
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] + h * u[i];
-    const double plus = loss();
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] - h * u[i];
-    const double minus = loss();
-    std::copy(saved.begin(), saved.end(), params[k].begin());
-    const double numeric = (plus - minus) / (2.0 * h);
-    // Relative to Σ|g|, the size ⟨g, u⟩ could have: a sign error gives 2
-    // |⟨g, u⟩|, a factor of 2 gives |⟨g, u⟩|, a transposed or misplaced
-    // gradient a different random sum of the same size.
-    INFO(fmt::format("{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], analytic,
-                     numeric, norm1));
-    CHECK(norm1 > 0.0);
-    CHECK(std::abs(analytic - numeric) <= kFdTolerance * norm1);
-  }
+  require_directional_derivatives(model, gen, loss, "");
 }
 
 TEST_CASE("model: 10 Adam steps follow PyTorch's losses and weights", "[ch07][model]") {
@@ -613,4 +619,179 @@ TEST_CASE("model: 10 Adam steps follow PyTorch's losses and weights", "[ch07][mo
     require_close("after 10 steps: " + name, std::vector<float>(t.begin(), t.end()), fx().f32("after10." + name),
                   kFloat32);
   });
+}
+
+// ===========================================================================
+// Attention dropout in training (chapter 6's dropout between P and V)
+// ===========================================================================
+TEST_CASE("attention_backward: with dropout p = 0.25 on the weights, matches PyTorch autograd",
+          "[ch07][attention_backward]") {
+  // The twin draws F.dropout's mask right after torch.manual_seed(16); the
+  // same generator drops the same weights here (chapter 6 reproduces the
+  // draws bit for bit). The weights themselves differ from PyTorch's by
+  // float32 rounding, hence kFloat32 and not bit for bit.
+  const Matrix QKV = fx().matrix("attd.QKV");
+  const int64_t batch = 2, heads = 2, seq = QKV.rows() / batch, d = QKV.cols() / 3;
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(QKV.rows(), d);
+  Generator gen(16);
+  AttentionDropout dropout;
+  dropout.p = 0.25;
+  dropout.gen = &gen;
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &dropout);
+  require_close("attention_forward: dropout(P)", dropout.P_drop, fx().matrix("attd.P_drop"), kFloat32);
+  require_close("attention_forward: output dropout(P) V", O, fx().matrix("attd.O"), kFloat32);
+  {
+    // Every (b, h, i) row of P is still a distribution: dropout acts after
+    // the softmax and only on what multiplies V.
+    INFO("row sums of P after a forward with dropout");
+    CHECK((P.rowwise().sum().array() - 1.0f).abs().maxCoeff() < 1e-6f);
+  }
+
+  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  attention_backward(QKV, P, fx().matrix("attd.dO"), batch, heads, dP, dQKV, &dropout);
+  require_close("attention_backward with dropout: dQKV", dQKV, fx().matrix("attd.dQKV"), kFloat32);
+}
+
+TEST_CASE("attention_backward: with dropout, agrees with finite differences (mask held fixed)",
+          "[ch07][attention_backward]") {
+  // A fresh Generator(703) before every forward draws the same mask, since
+  // the draws do not depend on the values: the loss is then a smooth
+  // function of QKV and central differences apply. p = 0.4 drops enough
+  // weights (about 40% of 96) that ignoring the mask in the backward (using
+  // P for dV, or skipping dropout_backward) is far outside the tolerance.
+  Generator gen(702);
+  const int64_t batch = 2, heads = 2, seq = 4, d = 6;
+  Matrix QKV = gen.randn(batch * seq, 3 * d);
+  const Matrix R = gen.randn(batch * seq, d);
+  const Mask mask = causal_mask(seq);
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  Generator draws(703);
+  AttentionDropout dropout;
+  dropout.p = 0.4;
+  dropout.gen = &draws;
+  auto loss = [&] {
+    draws = Generator(703);
+    attention_forward(QKV, batch, heads, mask, scores, P, O, &dropout);
+    return weighted_sum(R, O);
+  };
+  loss();
+  const int64_t dropped = dropout.keep.size() - dropout.keep.count();
+  INFO(fmt::format("{} of {} weights dropped by Generator(703) at p = 0.4", dropped, dropout.keep.size()));
+  REQUIRE(dropped > 10);
+  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  attention_backward(QKV, P, R, batch, heads, dP, dQKV, &dropout);
+  require_gradient("attention dQKV with dropout", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+}
+
+TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit; bad dropout input is refused",
+          "[ch07][attention_backward]") {
+  Generator gen(705);
+  const int64_t batch = 2, heads = 2, seq = 3, d = 4;
+  const Matrix QKV = gen.randn(batch * seq, 3 * d);
+  const Matrix dO = gen.randn(batch * seq, d);
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d), O0 = O;
+  Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols()), dQKV0 = dQKV;
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O0);
+  attention_backward(QKV, P, dO, batch, heads, dP, dQKV0);
+  Generator draws(1);
+  AttentionDropout off;
+  off.p = 0.0;
+  off.gen = &draws;
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &off);
+  attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &off);
+  require_close("output with p = 0", O, O0, kBitExact);
+  require_close("dQKV with p = 0", dQKV, dQKV0, kBitExact);
+  CHECK(draws.random() == Generator(1).random());  // p = 0 draws nothing (chapter 6)
+
+  for (const double p : {1.0, -0.1, std::nan("")}) {
+    AttentionDropout bad;
+    bad.p = p;
+    bad.gen = &draws;
+    INFO("p = " << p);
+    CHECK_THROWS_AS(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &bad),
+                    std::invalid_argument);
+  }
+  AttentionDropout no_generator;
+  no_generator.p = 0.1;
+  CHECK_THROWS_AS(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &no_generator),
+                  std::invalid_argument);
+  // An active dropout whose mask is not P's shape: the backward refuses it.
+  AttentionDropout stale;
+  stale.p = 0.1;
+  stale.gen = &draws;
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &stale);
+  stale.keep = Mask::Constant(P.rows() - 1, P.cols(), true);
+  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &stale), std::invalid_argument);
+}
+
+TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch; evaluation drops nothing",
+          "[ch07][model]") {
+  // The twin in model.train() with dropout 0.1 in both blocks: each forward
+  // draws block 0's mask, then block 1's, from the generator that drew the
+  // weights and the data. Two steps check that the stream goes on in the
+  // same order. Tolerances as for the model without dropout.
+  const std::vector<int64_t>& c = fx().i64("drop.config");
+  ReversalTask task;
+  task.vocab = c[1];
+  task.digits = c[2];
+  ModelConfig cfg;
+  cfg.vocab = c[1];
+  cfg.max_seq = task.sample_len();
+  cfg.d_model = c[3];
+  cfg.n_heads = c[4];
+  cfg.n_layers = c[5];
+  cfg.d_ff = 4 * c[3];
+  Generator gen{uint64_t(c[0])};
+  TinyTransformer model(cfg, gen);
+  const ReversalData data = make_reversal_data(gen, 8, task);
+  REQUIRE(data.tokens == fx().i64("drop.data"));
+  Adam adam(model.params, model.grads, AdamConfig{});
+  std::vector<int64_t> ids, targets;
+  for (int64_t step = 0; step < 2; ++step) {
+    const std::vector<int64_t> idx{4 * step, 4 * step + 1, 4 * step + 2, 4 * step + 3};
+    make_batch(data, idx, task, ids, targets);
+    const float loss = model.forward_loss(ids, 4, targets, {.p = 0.1, .gen = &gen});
+    CHECK(loss == Approx(fx().scalar(fmt::format("drop.step{}.loss", step))).epsilon(1e-5));
+    model.backward();
+    for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
+      require_close_gradient(fmt::format("step {} with dropout: gradient of {}", step, name), g,
+                             fx().f32(fmt::format("drop.step{}.grad.{}", step, name)));
+    });
+    adam.step();
+  }
+  // forward() is evaluation: no weight dropped, PyTorch's model.eval().
+  make_batch(data, std::vector<int64_t>{0, 1, 2, 3}, task, ids, targets);
+  require_close("evaluation logits after training with dropout", model.forward(ids, 4),
+                fx().matrix("drop.eval.logits"), kFloat32);
+}
+
+TEST_CASE("model: with attention dropout, every parameter's gradient agrees with finite differences",
+          "[ch07][model]") {
+  // The directional check of the model test above, with p = 0.3 in every
+  // block and the mask held fixed: each forward starts from Generator(709).
+  ModelConfig cfg;
+  cfg.vocab = 9;
+  cfg.max_seq = 7;
+  cfg.d_model = 8;
+  cfg.n_heads = 2;
+  cfg.n_layers = 2;
+  cfg.d_ff = 12;
+  Generator gen(708);
+  TinyTransformer model(cfg, gen);
+  for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
+    gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);
+  });
+  const int64_t batch = 3, seq = 6;
+  const std::vector<int64_t> ids = gen.randint(0, cfg.vocab, batch * seq);
+  const std::vector<int64_t> targets = gen.randint(0, cfg.vocab, batch * seq);
+  Generator draws(709);
+  auto loss = [&] {
+    draws = Generator(709);
+    return double(model.forward_loss(ids, batch, targets, {.p = 0.3, .gen = &draws}));
+  };
+  const double with_dropout = loss();
+  model.backward();
+  CHECK(with_dropout != double(model.forward_loss(ids, batch, targets)));  // the masks did change the loss
+
+  require_directional_derivatives(model, gen, loss, " with dropout");
 }

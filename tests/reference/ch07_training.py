@@ -20,7 +20,9 @@ cross-entropy with ignore_index, Adam), and a small whole model (d_model 16,
 parameters, the data and batch order, the logits, loss and every parameter
 gradient of the first batch (with the causal mask, and again without a mask:
 the bidirectional model), the losses of the first 10 Adam steps and the
-parameters after them.
+parameters after them. Attention dropout (training only): the attention
+layer with p = 0.25 on the weights, and a model with p = 0.1 through two
+Adam steps (loss and every gradient of each) and its evaluation logits.
 """
 import argparse
 import json
@@ -44,9 +46,10 @@ PAD, SEP = 0, 1
 
 # --- seed 004's model ---------------------------------------------------------
 class EinsumAttention(nn.Module):
-    def __init__(self, d_model, num_heads):
+    def __init__(self, d_model, num_heads, dropout=0.0):
         super().__init__()
         self.num_heads = num_heads
+        self.dropout = dropout  # on the weights, in training only (the source material uses 0.1)
         self.d_k = d_model // num_heads
         self.W_q = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
         self.W_k = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
@@ -61,15 +64,16 @@ class EinsumAttention(nn.Module):
         if mask is not None:
             scores = scores.masked_fill(mask.unsqueeze(0).unsqueeze(0), float('-inf'))
         weights = F.softmax(scores, dim=-1)
-        attended = torch.einsum('bhst, bthd -> bshd', weights, V)
+        dropped = F.dropout(weights, self.dropout, self.training)  # p = 0: the identity, no draws
+        attended = torch.einsum('bhst, bthd -> bshd', dropped, V)
         return torch.einsum('bshd, hdm -> bsm', attended, self.W_o), weights
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, d_model, num_heads, d_ff=None):
+    def __init__(self, d_model, num_heads, d_ff=None, dropout=0.0):
         super().__init__()
         d_ff = d_ff or 4 * d_model
-        self.attention = EinsumAttention(d_model, num_heads)
+        self.attention = EinsumAttention(d_model, num_heads, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
@@ -82,11 +86,11 @@ class TransformerBlock(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_seq_len, d_ff=None):
+    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_seq_len, d_ff=None, dropout=0.0):
         super().__init__()
         self.token_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(max_seq_len, d_model)
-        self.layers = nn.ModuleList([TransformerBlock(d_model, num_heads, d_ff) for _ in range(num_layers)])
+        self.layers = nn.ModuleList([TransformerBlock(d_model, num_heads, d_ff, dropout) for _ in range(num_layers)])
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
 
@@ -112,8 +116,8 @@ def generate_reversal_data(num_samples, seq_len, vocab_size):
     return torch.stack(data)
 
 
-def make_model(vocab, digits, d_model, heads, layers):
-    return TinyTransformer(vocab, d_model, heads, layers, max_seq_len=2 * digits + 1)
+def make_model(vocab, digits, d_model, heads, layers, dropout=0.0):
+    return TinyTransformer(vocab, d_model, heads, layers, max_seq_len=2 * digits + 1, dropout=dropout)
 
 
 def batch_loss(model, batch, digits, mask):
@@ -262,6 +266,22 @@ def layer_fixtures(out):
     out.update({"att.QKV": QKV, "att.P": P.reshape(batch * heads * seq, seq), "att.O": O, "att.dO": dO,
                 "att.dQKV": QKV.grad})
 
+    # The same attention with dropout p = 0.25 on the weights (training):
+    # O = dropout(P) V. The draws come from seed 16, taken right before the
+    # dropout, so the C++ test draws them from Generator(16).
+    torch.manual_seed(15)
+    QKV = torch.randn(batch * seq, 3 * d).requires_grad_()
+    q, k, v = QKV.view(batch, seq, 3, heads, d_k).permute(2, 0, 3, 1, 4)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(create_causal_mask(seq), float('-inf'))
+    P = F.softmax(scores, dim=-1)
+    dO = torch.randn(batch * seq, d)
+    torch.manual_seed(16)
+    P_drop = F.dropout(P, 0.25, training=True)
+    O = (P_drop @ v).transpose(1, 2).reshape(batch * seq, d)
+    O.backward(dO)
+    out.update({"attd.QKV": QKV, "attd.P_drop": P_drop.reshape(batch * heads * seq, seq), "attd.O": O,
+                "attd.dO": dO, "attd.dQKV": QKV.grad})
+
     # Cross-entropy with ignored rows (ignore_index -100, PyTorch's default).
     torch.manual_seed(13)
     logits = (torch.randn(6, 5) * 2).requires_grad_()
@@ -323,6 +343,40 @@ def model_fixtures(out):
     out["losses"] = torch.tensor(losses)
     for name, t in cxx_layout(model).items():
         out["after10." + name] = t
+
+
+def dropout_model_fixtures(out):
+    """A model trained with attention dropout p = 0.1: two training steps.
+
+    Seed 21, the model of model_fixtures (d_model 16, 2 heads, 2 layers),
+    8 reversal samples, steps on samples 0-3 then 4-7 (no shuffle). Each
+    forward draws layer 0's mask, then layer 1's, from the global generator
+    right after the data, so the C++ model drawing from the same Generator
+    must drop the same weights, and the second step checks that the stream
+    goes on in the same order. Then model.eval(): the logits of the first
+    batch without dropout.
+    """
+    seed, vocab, digits, d_model, heads, layers, p = 21, 16, 6, 16, 2, 2, 0.1
+    torch.manual_seed(seed)
+    model = make_model(vocab, digits, d_model, heads, layers, dropout=p)
+    data = generate_reversal_data(8, digits, vocab)
+    out["drop.config"] = torch.tensor([seed, vocab, digits, d_model, heads, layers])
+    out["drop.data"] = data
+    mask = create_causal_mask(2 * digits)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    model.train()
+    for step in range(2):
+        loss, logits = batch_loss(model, data[step * 4:(step + 1) * 4], digits, mask)
+        opt.zero_grad()
+        loss.backward()
+        out["drop.step%d.loss" % step] = loss.detach().reshape(1)
+        for name, t in cxx_layout(model, grads=True).items():
+            out["drop.step%d.grad.%s" % (step, name)] = t
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(data[:4, :-1], mask=mask)
+    out["drop.eval.logits"] = logits.reshape(-1, vocab)
 
 
 # --- the full task: timing and a training run ------------------------------------
@@ -400,4 +454,5 @@ if __name__ == "__main__":
         out = {}
         layer_fixtures(out)
         model_fixtures(out)
+        dropout_model_fixtures(out)
         write_fixtures("07-training.txt", out, __doc__.split("\n\n")[3])
