@@ -40,6 +40,11 @@
 
 namespace sa {
 
+// The source material trains its corpus models with attention dropout 0.1
+// (chapter 7's task 2 and chapter 8's KV-cache model); the reversal task,
+// from another source, trains without.
+inline constexpr double kCorpusDropout = 0.1;
+
 inline constexpr std::string_view kEndToken = ".";
 
 // The limits of a corpus (said in chapter 7's --help): at most 1 MiB of

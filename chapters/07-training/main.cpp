@@ -55,6 +55,9 @@ void run(int argc, char** argv) {
   cli.add("--corpus-d-model", &o.corpus_d_model, "corpus: width of a token vector", IntRange{1, 1024});
   cli.add("--corpus-heads", &o.corpus_heads, "corpus: heads of the two multi-head models (must divide d_model)",
           IntRange{2, 64});
+  cli.add("--dropout", &o.dropout,
+          "attention dropout p of every training step (chapter 6), off in evaluation; both tasks",
+          RealRange{0.0, 1.0, false, true}, fmt::format("0 for reversal, {} for corpus", kCorpusDropout));
   o.checkpoint_dir = default_checkpoint_dir();
   cli.add("--checkpoint-dir", &o.checkpoint_dir, "folder the checkpoints are saved to");
   cli.parse(argc, argv);

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,11 @@ struct Options {
   int64_t corpus_d_model = 64;
   int64_t corpus_heads = 4;
   std::string checkpoint_dir;
+  // --dropout: attention dropout in training (chapter 6), off in
+  // evaluation. Unset, each task takes its own default.
+  std::optional<double> dropout;
+  double reversal_dropout() const { return dropout.value_or(0.0); }
+  double corpus_dropout() const { return dropout.value_or(kCorpusDropout); }
 };
 
 // Numbered steps across the tasks.

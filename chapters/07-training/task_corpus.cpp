@@ -61,11 +61,113 @@ struct CorpusModel {
   std::string tag;    // in figure labels and file names: "single", "bi", "causal"
   ModelConfig cfg;
   std::unique_ptr<Generator> gen;  // draws the model, then every epoch's batches
+  // The dropout masks, from a generator of their own (seed + 1): a model
+  // trained with dropout then sees the same batches as one trained without.
+  std::unique_ptr<Generator> masks;
   std::unique_ptr<TinyTransformer> model;
   std::vector<Matrix> untrained, trained;  // each head's weights on --text, before and after
   std::vector<double> epoch_loss, epoch_held;
   Score train_score, held_score, prefix_score;
 };
+
+// Trains one of task 2's models for --corpus-epochs epochs with attention
+// dropout p (chapter 6), then scores it with dropout off. With
+// `print_epochs`, one line every 5 epochs.
+void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit& split, const Options& o, double p,
+                        bool print_epochs) {
+  AdamConfig adam_cfg;
+  adam_cfg.lr = o.corpus_lr;
+  Generator& gen = *m.gen;
+  Adam adam(m.model->params, m.model->grads, adam_cfg);
+  std::vector<int64_t> ids, targets;
+  const auto start = Clock::now();
+  for (int64_t epoch = 1; epoch <= o.corpus_epochs; ++epoch) {
+    const auto batches = corpus_batches(gen, corpus, split.train, o.corpus_batch);
+    double loss_sum = 0;
+    for (const auto& b : batches) {
+      make_next_token_batch(corpus, b, ids, targets);
+      const StepStats s = train_step(*m.model, adam, ids, targets, int64_t(b.size()), {.p = p, .gen = m.masks.get()});
+      if (!std::isfinite(s.loss))
+        throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
+      loss_sum += s.loss;
+    }
+    const Score held = evaluate_next_token(*m.model, corpus, split.held_out);
+    m.epoch_loss.push_back(loss_sum / double(batches.size()));
+    m.epoch_held.push_back(held.percent());
+    if (print_epochs && (epoch == 1 || epoch % 5 == 0 || epoch == o.corpus_epochs))
+      fmt::print("    epoch {:3}/{}  loss {:.4f}  held-out {:6.2f}%  {:5.2f} s\n", epoch, o.corpus_epochs,
+                 m.epoch_loss.back(), held.percent(), seconds_since(start));
+  }
+  m.train_score = evaluate_next_token(*m.model, corpus, split.train);
+  m.held_score = evaluate_next_token(*m.model, corpus, split.held_out);
+  m.prefix_score = evaluate_prefixes(*m.model, corpus, split.held_out);
+}
+
+// The three models of task 2, untrained: one head or H, bidirectional or
+// causal, each from its own generator with the same seed, so the two
+// H-head models start from the same weights and see the same batches.
+std::vector<CorpusModel> make_corpus_models(const Options& o, const Corpus& corpus, uint64_t seed) {
+  std::vector<CorpusModel> models(3);
+  const int64_t d = o.corpus_d_model, H = o.corpus_heads;
+  models[0].name = "single-head, bidirectional";
+  models[0].tag = "single";
+  models[1].name = fmt::format("{} heads, bidirectional", H);
+  models[1].tag = "bi";
+  models[2].name = fmt::format("{} heads, causal", H);
+  models[2].tag = "causal";
+  for (size_t k = 0; k < 3; ++k) {
+    ModelConfig& c = models[k].cfg;
+    c.vocab = corpus.vocab.size();
+    c.max_seq = corpus.max_len();
+    c.d_model = d;
+    c.n_heads = k == 0 ? 1 : H;
+    c.n_layers = 1;
+    c.d_ff = 4 * d;
+    c.causal = k == 2;
+    models[k].gen = std::make_unique<Generator>(seed);
+    models[k].masks = std::make_unique<Generator>(seed + 1);
+    models[k].model = std::make_unique<TinyTransformer>(c, *models[k].gen);
+  }
+  return models;
+}
+
+// What dropout did: the same three models trained again from the same
+// weights with the other setting (p = 0 when training used dropout, the
+// default p otherwise), side by side.
+void compare_dropout(const std::vector<CorpusModel>& models, const Options& o, const Corpus& corpus,
+                     const CorpusSplit& split, uint64_t seed) {
+  const double p = o.corpus_dropout(), other_p = p > 0 ? 0.0 : kCorpusDropout;
+  std::vector<CorpusModel> others = make_corpus_models(o, corpus, seed);
+  for (CorpusModel& m : others) train_corpus_model(m, corpus, split, o, other_p, false);
+  const CorpusModel* with = p > 0 ? models.data() : others.data();
+  const CorpusModel* without = p > 0 ? others.data() : models.data();
+  const double p_with = std::max(p, other_p);
+  gap();
+  say(fmt::format("What dropout did: the same three models trained again from the same weights on the same "
+                  "batches, {}.",
+                  p > 0 ? "without dropout (p = 0)" : fmt::format("with dropout p = {}", other_p)));
+  fmt::print("  {:<26} {:>9} {:>19} {:>19} {:>12}\n", "model", "dropout", "train loss / acc", "held-out loss / acc",
+             "gap (loss)");
+  int64_t smaller_gap = 0, better_held = 0;  // out of 3
+  for (size_t k = 0; k < 3; ++k)
+    for (const CorpusModel* m : {&with[k], &without[k]}) {
+      const bool dropped = m == &with[k];
+      fmt::print("  {:<26} {:>9} {:>9.4f} {:>8.2f}% {:>9.4f} {:>8.2f}% {:>12.4f}\n", dropped ? m->name : "",
+                 dropped ? fmt::format("p = {}", p_with) : "p = 0", m->train_score.loss, m->train_score.percent(),
+                 m->held_score.loss, m->held_score.percent(), m->held_score.loss - m->train_score.loss);
+      if (!dropped) {
+        smaller_gap += with[k].held_score.loss - with[k].train_score.loss < m->held_score.loss - m->train_score.loss;
+        better_held += with[k].held_score.loss < m->held_score.loss;
+      }
+    }
+  const auto how_many = [](int64_t k) { return k == 0 ? std::string("none") : k == 3 ? std::string("all 3") : fmt::format("{} of the 3", k); };
+  say(fmt::format("The gap is held-out loss minus train loss: what a model knows only about the sentences it "
+                  "trained on. In this run dropout narrowed the gap for {} models and lowered the held-out loss "
+                  "for {}. Every training step with dropout sees the model with some attention weights missing, "
+                  "so no head can rely on a single key; the price is a noisier descent. Both rows of a model are measured with dropout off, as a model is used "
+                  "after training. On a corpus this small one run decides little: try other --seed values.",
+                  how_many(smaller_gap), how_many(better_held)));
+}
 
 // Each head's (seq, seq) weights on one sentence.
 std::vector<Matrix> weights_on(TinyTransformer& model, const std::vector<int64_t>& ids) {
@@ -200,9 +302,9 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
 
   gap();
   fmt::print("Task 2: next-token prediction on {} ({} sentences), d_model {}, 1 layer, batch {}, Adam lr {}, "
-             "{} epochs, seed {}\n",
+             "attention dropout {}, {} epochs, seed {}\n",
              shown_path(o.corpus), corpus.sentences.size(), o.corpus_d_model, o.corpus_batch, o.corpus_lr,
-             o.corpus_epochs, cli.seed);
+             o.corpus_dropout(), o.corpus_epochs, cli.seed);
 
   // ---------------------------------------------------------------------
   next_step("The corpus: predict every next word");
@@ -241,31 +343,13 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
 
   // ---------------------------------------------------------------------
   next_step("Three models: one head or four, bidirectional or causal");
-  std::vector<CorpusModel> models(3);
+  std::vector<CorpusModel> models = make_corpus_models(o, corpus, cli.seed);
   {
-    const int64_t d = o.corpus_d_model, H = o.corpus_heads;
-    models[0].name = "single-head, bidirectional";
-    models[0].tag = "single";
-    models[1].name = fmt::format("{} heads, bidirectional", H);
-    models[1].tag = "bi";
-    models[2].name = fmt::format("{} heads, causal", H);
-    models[2].tag = "causal";
-    for (size_t k = 0; k < 3; ++k) {
-      ModelConfig& c = models[k].cfg;
-      c.vocab = corpus.vocab.size();
-      c.max_seq = corpus.max_len();
-      c.d_model = d;
-      c.n_heads = k == 0 ? 1 : H;
-      c.n_layers = 1;
-      c.d_ff = 4 * d;
-      c.causal = k == 2;
-      // Every model from its own generator with the same seed: the two
-      // multi-head models start from the same weights and see the same
-      // batches, so the mask is their only difference.
-      models[k].gen = std::make_unique<Generator>(cli.seed);
-      models[k].model = std::make_unique<TinyTransformer>(c, *models[k].gen);
-      fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", models[k].name, c.d_k(),
-                 c.causal ? "causal" : "none (all keys)", parameter_count(models[k].model->params));
+    const int64_t H = o.corpus_heads;
+    for (const CorpusModel& m : models) {
+      const ModelConfig& c = m.cfg;
+      fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", m.name, c.d_k(),
+                 c.causal ? "causal" : "none (all keys)", parameter_count(m.model->params));
     }
     say(fmt::format("The source material's three setups, on the model of task 1 with one block: token and position "
                     "embeddings, one pre-norm block (attention, then the feed-forward), the head. The two "
@@ -287,39 +371,20 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   // ---------------------------------------------------------------------
   next_step("Training the three models");
   say(fmt::format("{} epochs each over the {} training sentences, batches of at most {} sentences of one length, "
-                  "Adam lr {}. Loss: mean over the epoch's steps; held-out accuracy: every next word of the {} "
-                  "held-out sentences, the whole sentence in the input (as in training).",
-                  o.corpus_epochs, split.train.size(), o.corpus_batch, o.corpus_lr, split.held_out.size()));
-  AdamConfig adam_cfg;
-  adam_cfg.lr = o.corpus_lr;
+                  "Adam lr {}, {}. Loss: mean over the epoch's steps{}; held-out accuracy: every next word of the {} "
+                  "held-out sentences, the whole sentence in the input (as in training), dropout off.",
+                  o.corpus_epochs, split.train.size(), o.corpus_batch, o.corpus_lr,
+                  o.corpus_dropout() > 0
+                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's, the source "
+                                    "material's setting)", o.corpus_dropout())
+                      : "no attention dropout (--dropout 0)",
+                  o.corpus_dropout() > 0 ? ", as training sees it (with dropout)" : "", split.held_out.size()));
   for (CorpusModel& m : models) {
     fmt::print("  {}\n", m.name);
-    Generator& gen = *m.gen;
-    Adam adam(m.model->params, m.model->grads, adam_cfg);
-    std::vector<int64_t> ids, targets;
-    const auto start = Clock::now();
-    for (int64_t epoch = 1; epoch <= o.corpus_epochs; ++epoch) {
-      const auto batches = corpus_batches(gen, corpus, split.train, o.corpus_batch);
-      double loss_sum = 0;
-      for (const auto& b : batches) {
-        make_next_token_batch(corpus, b, ids, targets);
-        const StepStats s = train_step(*m.model, adam, ids, targets, int64_t(b.size()));
-        if (!std::isfinite(s.loss))
-          throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
-        loss_sum += s.loss;
-      }
-      const Score held = evaluate_next_token(*m.model, corpus, split.held_out);
-      m.epoch_loss.push_back(loss_sum / double(batches.size()));
-      m.epoch_held.push_back(held.percent());
-      if (epoch == 1 || epoch % 5 == 0 || epoch == o.corpus_epochs)
-        fmt::print("    epoch {:3}/{}  loss {:.4f}  held-out {:6.2f}%  {:5.2f} s\n", epoch, o.corpus_epochs,
-                   m.epoch_loss.back(), held.percent(), seconds_since(start));
-    }
-    m.train_score = evaluate_next_token(*m.model, corpus, split.train);
-    m.held_score = evaluate_next_token(*m.model, corpus, split.held_out);
-    m.prefix_score = evaluate_prefixes(*m.model, corpus, split.held_out);
+    train_corpus_model(m, corpus, split, o, o.corpus_dropout(), true);
     m.trained = weights_on(*m.model, text_ids);
   }
+  compare_dropout(models, o, corpus, split, cli.seed);
 
   // ---------------------------------------------------------------------
   next_step("Bidirectional next-word prediction cheats");
@@ -337,13 +402,42 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   say("'whole sentence': the model reads the sentence and predicts every next word at once, as in training. "
       "'prefix only': the word at position t + 1 is predicted from words 0..t alone, as a model that writes "
       "text must. For the causal model the two are the same numbers by construction.");
-  say("With the sentence in view the bidirectional models score far above anything an honest predictor reaches "
-      "on this corpus (the lookup tables show the range): the word to predict is in their input, at key t + 1, "
-      "and their heads learned to look there. Without it (prefix only) their accuracy drops back into the "
-      "honest range, kept there by what the current word alone says (after 'sat' comes 'on': the residual "
-      "path carries that without any attention), and their loss is worse than the causal model's: they are "
-      "confidently wrong where they used to read the answer. The mean weight their queries put on the next "
-      "token, the answer (uniform attention would give 1/n):");
+  {
+    // The claims of this paragraph, from this run's numbers (another
+    // corpus, seed or epoch count can overturn any of them).
+    const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
+    double honest = causal.held_score.percent();
+    for (const int64_t k : {int64_t(1), int64_t(2), int64_t(3), corpus.max_len()})
+      honest = std::max(honest, ngram_accuracy(corpus, split.train, split.held_out, k));
+    const bool cheat_wins = std::min(single.held_score.percent(), bi.held_score.percent()) > honest;
+    const bool prefix_falls = single.prefix_score.percent() < single.held_score.percent() &&
+                              bi.prefix_score.percent() < bi.held_score.percent();
+    const bool prefix_worse_loss = std::min(single.prefix_score.loss, bi.prefix_score.loss) > causal.held_score.loss;
+    std::string text =
+        cheat_wins
+            ? fmt::format("With the sentence in view both bidirectional models score above every honest predictor "
+                          "here ({:.2f}% and {:.2f}%, against at most {:.2f}% for the lookup tables and the causal "
+                          "model): the word to predict is in their input, at key t + 1, and their heads learned to "
+                          "look there.",
+                          single.held_score.percent(), bi.held_score.percent(), honest)
+            : fmt::format("With the sentence in view the bidirectional models score {:.2f}% and {:.2f}%, not both "
+                          "above the best honest predictor here ({:.2f}%): in this run the word at key t + 1, "
+                          "which is in their input, did not carry them past it.",
+                          single.held_score.percent(), bi.held_score.percent(), honest);
+    if (prefix_falls)
+      text += fmt::format(" Without it (prefix only) their accuracy falls to {:.2f}% and {:.2f}%, what the current "
+                          "word and the earlier ones say without the answer{}",
+                          single.prefix_score.percent(), bi.prefix_score.percent(),
+                          prefix_worse_loss
+                              ? fmt::format(", and their loss ({:.4f}, {:.4f}) is worse than the causal model's "
+                                            "{:.4f}: they are confidently wrong where they used to read the answer.",
+                                            single.prefix_score.loss, bi.prefix_score.loss, causal.held_score.loss)
+                              : ".");
+    else
+      text += " Without it (prefix only) their accuracy does not fall: they did not rely on the next word.";
+    say(text + " The mean weight their queries put on the next token, the answer (uniform attention would give "
+               "1/n):");
+  }
   for (const CorpusModel& m : models) {
     if (m.cfg.causal) continue;
     for (size_t h = 0; h < m.trained.size(); ++h)

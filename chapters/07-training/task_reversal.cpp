@@ -323,8 +323,9 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
 
   const int64_t T = task.input_len(), D = task.digits;
   fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
-             "{} epochs, seed {}\n",
-             D, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, cli.seed);
+             "{} epochs, seed {}{}\n",
+             D, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, cli.seed,
+             o.reversal_dropout() > 0 ? fmt::format(", attention dropout {}", o.reversal_dropout()) : "");
 
   // One generator, used in the PyTorch twin's order: model, training data,
   // held-out data, then one permutation per epoch.
@@ -410,8 +411,14 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
   const int64_t batches = (o.train + o.batch - 1) / o.batch;
   say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
                   "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
-                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.",
-                  o.epochs, batches, o.train - (batches - 1) * o.batch, D));
+                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.{}",
+                  o.epochs, batches, o.train - (batches - 1) * o.batch, D,
+                  o.reversal_dropout() > 0
+                      ? fmt::format(" Every step drops attention weights with p = {} (chapter 6), so its loss and "
+                                    "train accuracy are those of the model with weights missing; held-out "
+                                    "accuracy is measured with dropout off.",
+                                    o.reversal_dropout())
+                      : ""));
   // A fresh Adam for the real run.
   Adam adam(model.params, model.grads, adam_cfg);
   Progress progress(o.epochs, batches);
@@ -429,7 +436,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
       const int64_t begin = b * o.batch, end = std::min(o.train, begin + o.batch);
       make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
                  targets);
-      const StepStats s = train_step(model, adam, ids, targets, end - begin);
+      const StepStats s = train_step(model, adam, ids, targets, end - begin, {.p = o.reversal_dropout(), .gen = &gen});
       if (!std::isfinite(s.loss))
         throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
       loss_sum += s.loss;

@@ -33,8 +33,9 @@ ModelConfig corpus_model_config(const Corpus& corpus, int64_t max_seq) {
 }
 
 // Chapter 7's training of the corpus model: 20 epochs, batches of at most 8
-// sentences of one length, Adam lr 3e-3, every sentence.
-void train_on_corpus(TinyTransformer& model, Generator& gen, const Corpus& corpus) {
+// sentences of one length, Adam lr 3e-3, attention dropout 0.1 with its
+// masks from a generator of their own (seed + 1), every sentence.
+void train_on_corpus(TinyTransformer& model, Generator& gen, Generator& masks, const Corpus& corpus) {
   AdamConfig cfg;
   cfg.lr = 3e-3;
   Adam adam(model.params, model.grads, cfg);
@@ -43,7 +44,7 @@ void train_on_corpus(TinyTransformer& model, Generator& gen, const Corpus& corpu
   for (int epoch = 0; epoch < 20; ++epoch)
     for (const auto& batch : corpus_batches(gen, corpus, all, 8)) {
       make_next_token_batch(corpus, batch, ids, targets);
-      train_step(model, adam, ids, targets, int64_t(batch.size()));
+      train_step(model, adam, ids, targets, int64_t(batch.size()), {.p = kCorpusDropout, .gen = &masks});
     }
 }
 
@@ -102,10 +103,11 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
   ModelConfig cfg = corpus_model_config(corpus, corpus.max_len());
   TinyTransformer model(cfg, gen);
   const double t0 = measure::seconds_now();
-  train_on_corpus(model, gen, corpus);
+  Generator masks(seed + 1);
+  train_on_corpus(model, gen, masks, corpus);
   fmt::print("  chapter 7's causal corpus model ({} block, d_model {}, {} heads, {} positions) trained as in chapter "
-             "7, 20 epochs: {:.2f} s\n",
-             cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.max_seq, measure::seconds_now() - t0);
+             "7, 20 epochs, attention dropout {}: {:.2f} s\n",
+             cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.max_seq, kCorpusDropout, measure::seconds_now() - t0);
   print_shape("per block and head: KVCache K, V", {cfg.max_seq, cfg.d_k()}, "(capacity, d_k), rows 0..size-1 in use");
 
   const std::vector<int64_t> prompt = corpus.vocab.ids({"the", "cat"});

@@ -68,21 +68,34 @@ void Cli::add(const std::string& flag, int64_t* target, const std::string& help,
   options_.back().limits = describe(range);
 }
 
+namespace {
+
+// Decimal notation only: strtod alone would also take " 5", "0x10", "inf"
+// and "nan".
+double parse_real(const std::string& flag, const std::string& v, const RealRange& range) {
+  static const std::regex decimal(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
+  char* end = nullptr;
+  const bool looks = std::regex_match(v, decimal);
+  const double x = looks ? std::strtod(v.c_str(), &end) : NAN;
+  const bool parsed = looks && end == v.c_str() + v.size() && std::isfinite(x);
+  const bool above = range.min_open ? x > range.min : x >= range.min;
+  const bool below = range.max_open ? x < range.max : x <= range.max;
+  if (!parsed || !above || !below) throw UsageError(fmt::format("{} must be {}, got '{}'", flag, describe(range), v));
+  return x;
+}
+
+}  // namespace
+
 void Cli::add(const std::string& flag, double* target, const std::string& help, RealRange range) {
-  options_.push_back({flag, help, fmt::format("{}", *target), true, [=](const std::string& v) {
-                        // Decimal notation only: strtod alone would also take
-                        // " 5", "0x10", "inf" and "nan".
-                        static const std::regex decimal(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
-                        char* end = nullptr;
-                        const bool looks = std::regex_match(v, decimal);
-                        const double x = looks ? std::strtod(v.c_str(), &end) : NAN;
-                        const bool parsed = looks && end == v.c_str() + v.size() && std::isfinite(x);
-                        const bool above = range.min_open ? x > range.min : x >= range.min;
-                        const bool below = range.max_open ? x < range.max : x <= range.max;
-                        if (!parsed || !above || !below)
-                          throw UsageError(fmt::format("{} must be {}, got '{}'", flag, describe(range), v));
-                        *target = x;
-                      }});
+  options_.push_back({flag, help, fmt::format("{}", *target), true,
+                      [=](const std::string& v) { *target = parse_real(flag, v, range); }});
+  options_.back().limits = describe(range);
+}
+
+void Cli::add(const std::string& flag, std::optional<double>* target, const std::string& help, RealRange range,
+              const std::string& default_text) {
+  options_.push_back({flag, help, default_text, true,
+                      [=](const std::string& v) { *target = parse_real(flag, v, range); }});
   options_.back().limits = describe(range);
 }
 

@@ -110,6 +110,30 @@ TEST_CASE("Cli: values are parsed and checked", "[common][cli]") {
   CHECK_FALSE(cli.plots);
 }
 
+TEST_CASE("Cli: an optional real stays empty unless given, and is checked like any number", "[common][cli]") {
+  // Chapter 7's --dropout: each task has its own default when it is not given.
+  const auto parse = [](std::vector<std::string> words) {
+    Cli cli("00-test", "test");
+    std::optional<double> dropout;
+    cli.add("--dropout", &dropout, "dropout", RealRange{0.0, 1.0, false, true}, "0 or 0.1");
+    Args a(std::move(words));
+    cli.parse(a.argc(), a.argv());
+    return dropout;
+  };
+  CHECK_FALSE(parse({}).has_value());
+  CHECK(parse({"--dropout", "0"}) == 0.0);
+  CHECK(parse({"--dropout", "0.25"}) == 0.25);
+  for (const char* bad : {"1", "-0.1", "nan", "0x1", "1e9"}) {
+    INFO("--dropout " << bad);
+    try {
+      parse({"--dropout", bad});
+      FAIL("accepted");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()) == "--dropout must be a number in [0, 1), got '" + std::string(bad) + "'");
+    }
+  }
+}
+
 TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][cli]") {
   CHECK(usage_error({"--d-model", "0"}) == "--d-model must be an integer >= 1, got '0'");
   CHECK(usage_error({"--d-model", "abc"}) == "--d-model must be an integer >= 1, got 'abc'");

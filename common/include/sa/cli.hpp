@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ class Cli {
 
   void add(const std::string& flag, int64_t* target, const std::string& help, IntRange range = {});
   void add(const std::string& flag, double* target, const std::string& help, RealRange range = {});
+  // A real number whose default depends on something else (chapter 7's
+  // --dropout: 0 for one task, 0.1 for another): empty unless given, and
+  // --help shows `default_text`.
+  void add(const std::string& flag, std::optional<double>* target, const std::string& help, RealRange range,
+           const std::string& default_text);
   void add(const std::string& flag, std::string* target, const std::string& help);
   void add_flag(const std::string& flag, bool* target, const std::string& help);
 
