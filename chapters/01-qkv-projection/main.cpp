@@ -2,8 +2,10 @@
 //
 // Walks "the cat sat on the mat" through tokens -> ids -> embeddings ->
 // + positional encoding -> Q, K, V, printing every shape and value, then
-// the tutorial's small d_model 8 example, the parameter count, and a first
-// look at the raw scores Q Kᵀ that chapter 2 will scale.
+// the tutorial's small d_model 8 example, the parameter count, a first look
+// at the raw scores Q Kᵀ that chapter 2 will scale, how positions relate,
+// and last one token's whole path to its attention output, as text and as
+// a diagram (qkv_flow.png).
 #include "01-qkv-projection/qkv.hpp"
 
 #include "sa/cli.hpp"
@@ -178,8 +180,94 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
   return S;
 }
 
+// Step 9: one token's whole path through self-attention, with the shapes of
+// this run. Which token, and the sizes, the figure needs as well.
+struct TokenPath {
+  int64_t t = 0;  // the token's position
+  std::string word;
+  int64_t id = 0, seq_len = 0, vocab = 0, d_model = 0, d_k = 0;
+};
+
+// The first three values of row `row` of m, with "..." when there are more.
+std::string first_values(const Matrix& m, int64_t row) {
+  const int64_t n = std::min<int64_t>(3, m.cols());
+  std::string s = format_row(Matrix(m.row(row).head(n)));
+  if (m.cols() > n) s.insert(s.size() - 1, ", ...");
+  return s;
+}
+
+// Prints the path of the last token, reusing the rows steps 2 to 6
+// computed. Scaling, softmax and weights V are chapters 2 and 3, whose
+// library this program does not link; their formulas are short enough to
+// apply here to one row, in double.
+TokenPath show_token_path(const Options& o, const std::vector<std::string>& tokens, const std::vector<int64_t>& ids,
+                          int64_t vocab, const Matrix& E, const Matrix& PE, const Matrix& X, const QKV& qkv,
+                          const Matrix& scores) {
+  const int64_t seq_len = int64_t(tokens.size());
+  const TokenPath p{seq_len - 1, tokens.back(), ids.back(), seq_len, vocab, o.d_model, o.d_k};
+  say(fmt::format("Every token takes the same path, each with its own rows. Here is the last one, \"{}\" at "
+                  "position {}, with the shapes of this run. Up to q, k and v the path uses this token alone. {}",
+                  p.word, p.t,
+                  seq_len == 1 ? "Then its q meets the only key there is, its own, so its scores and weights have "
+                                 "a single entry: seq_len = 1."
+                               : fmt::format("Then its q meets the keys of {} tokens, so its scores and weights "
+                                             "have one entry per token: seq_len = {}.",
+                                             seq_len == 2 ? "both" : fmt::format("all {}", seq_len), seq_len)));
+  const double scale = std::sqrt(double(o.d_k));
+  Eigen::RowVectorXd scaled = scores.row(p.t).cast<double>() / scale;
+  Eigen::RowVectorXd weights = (scaled.array() - scaled.maxCoeff()).exp();  // max first: no overflow
+  weights /= weights.sum();
+  const Eigen::RowVectorXd output = weights * qkv.V.cast<double>();
+
+  struct Line {
+    std::string name, shape, via, values;
+  };
+  auto shape = [](int64_t rows, int64_t cols) { return shape_str(Shape{rows, cols}); };
+  const std::string pe_row = fmt::format("PE[{}]", p.t);
+  const std::vector<Line> here{
+      {fmt::format("e = table[{}]", p.id), shape(1, o.d_model), "table " + shape(vocab, o.d_model),
+       first_values(E, p.t)},
+      {pe_row, shape(1, o.d_model), "PE " + shape(seq_len, o.d_model), first_values(PE, p.t)},
+      {"x = e + " + pe_row, shape(1, o.d_model), "", first_values(X, p.t)},
+      {"q = x W_q + b_q", shape(1, o.d_k), "W_q " + shape(o.d_model, o.d_k), first_values(qkv.Q, p.t)},
+      {"k = x W_k + b_k", shape(1, o.d_k), "W_k " + shape(o.d_model, o.d_k), first_values(qkv.K, p.t)},
+      {"v = x W_v + b_v", shape(1, o.d_k), "W_v " + shape(o.d_model, o.d_k), first_values(qkv.V, p.t)},
+      {"scores = q K^T", shape(1, seq_len), "K^T " + shape(o.d_k, seq_len), first_values(scores, p.t)}};
+  const std::vector<Line> later{
+      {"scores / sqrt(d_k)", shape(1, seq_len), fmt::format("sqrt({}) = {:.4g}", o.d_k, scale),
+       first_values(Matrix(scaled.cast<float>()), 0)},
+      {"weights = softmax", shape(1, seq_len), fmt::format("over {} key{}", seq_len, seq_len == 1 ? "" : "s"),
+       first_values(Matrix(weights.cast<float>()), 0)},
+      {"output = weights V", shape(1, o.d_k), "V " + shape(seq_len, o.d_k),
+       first_values(Matrix(output.cast<float>()), 0)}};
+  size_t name_w = 0, shape_w = 0, via_w = 0;
+  for (const auto* lines : {&here, &later})
+    for (const Line& l : *lines) {
+      name_w = std::max(name_w, l.name.size());
+      shape_w = std::max(shape_w, l.shape.size());
+      via_w = std::max(via_w, l.via.size());
+    }
+  auto print_lines = [&](const std::vector<Line>& lines) {
+    for (const Line& l : lines)
+      fmt::print("    {:<{}}  {:<{}}  {:<{}}  {}\n", l.name, name_w, l.shape, shape_w, l.via, via_w, l.values);
+  };
+  fmt::print("  \"{}\": position {}, id {}\n", p.word, p.t, p.id);
+  fmt::print("  in this chapter (row {} of E, PE, X, Q, K, V and the scores above):\n", p.t);
+  print_lines(here);
+  fmt::print("  in chapters 2 and 3 (computed here from their formulas):\n");
+  print_lines(later);
+  const std::string width = o.d_k == 1 ? "1 number" : fmt::format("{} numbers", o.d_k);
+  say(seq_len == 1 ? fmt::format("The one weight is 1, so the output is v itself: {}. The figure qkv_flow.png "
+                                 "draws the same path.",
+                                 width)
+                   : fmt::format("The weights add up to {:.4f}, and the output mixes the {} rows of V with them: "
+                                 "{}, as wide as v. The figure qkv_flow.png draws the same path.",
+                                 weights.sum(), seq_len, width));
+  return p;
+}
+
 void draw_figures(Figures& figures, const Options& o, const std::vector<std::string>& tokens, const Matrix& scores,
-                  const Matrix& similarity) {
+                  const Matrix& similarity, const TokenPath& path) {
   // Six positions make a dull picture of the encoding; 64 show its waves.
   const int64_t positions = 64;
   const Matrix PE = positional_encoding(positions, o.d_model);
@@ -243,6 +331,57 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     h.diverging = true;
     h.decimals = 1;
     return plot::heatmap(path, h);
+  });
+
+  figures.draw("qkv_flow.png", [&](const std::string& file) {
+    const TokenPath& p = path;
+    auto shape = [](int64_t rows, int64_t cols) { return shape_str(Shape{rows, cols}); };
+    plot::Diagram d;
+    d.title = fmt::format("One token's path through self-attention: \"{}\" at position {} ({}), d_model {}, d_k {}",
+                          p.word, p.t, p.seq_len == 1 ? "the only one" : "the last", p.d_model, p.d_k);
+    // Chapter 1's tensors in colour 0, what chapters 2 and 3 add in colour 1.
+    auto box = [&](std::string name, std::vector<std::string> lines, int column, int row, std::size_t colour = 0) {
+      d.boxes.push_back({std::move(name), std::move(lines), column, row, colour});
+      return d.boxes.size() - 1;
+    };
+    auto arrow = [&](std::size_t from, std::size_t to, std::string label) {
+      d.arrows.push_back({from, to, std::move(label)});
+    };
+    // Row 0 takes the word to x, and q, k and v fan out below it. Each lane
+    // goes down: K joins the scores from the side, and the bottom row runs
+    // from the scaled scores to the output, which V joins from above.
+    const auto word = box(fmt::format("\"{}\"", p.word), {fmt::format("position {}, id {}", p.t, p.id)}, 0, 0);
+    const auto e = box(fmt::format("e = table[{}]", p.id), {shape(1, p.d_model)}, 1, 0);
+    const auto x = box(fmt::format("x = e + PE[{}]", p.t), {shape(1, p.d_model)}, 2, 0);
+    const auto pe = box(fmt::format("PE[{}]", p.t), {shape(1, p.d_model), fmt::format("position {}", p.t)}, 3, 0);
+    const auto q = box("q", {shape(1, p.d_k)}, 1, 1);
+    const auto k = box("k", {shape(1, p.d_k)}, 2, 1);
+    const auto v = box("v", {shape(1, p.d_k)}, 3, 1);
+    const auto s = box("scores = q K^T", {shape(1, p.seq_len)}, 1, 2);
+    const auto K = box("K", {shape(p.seq_len, p.d_k), "one row per token"}, 2, 2);
+    const auto V = box("V", {shape(p.seq_len, p.d_k), "one row per token"}, 3, 2);
+    const auto scaled = box("scaled scores", {shape(1, p.seq_len), "chapter 2"}, 1, 3, 1);
+    const auto w = box("weights", {shape(1, p.seq_len), "chapter 3"}, 2, 3, 1);
+    const auto out = box("output", {shape(1, p.d_k), "chapter 3"}, 3, 3, 1);
+    arrow(word, e, fmt::format("row {} of\ntable {}", p.id, shape(p.vocab, p.d_model)));
+    arrow(e, x, "+");
+    arrow(pe, x, "+");
+    const struct {
+      std::size_t to;
+      const char *W, *b;
+    } projections[] = {{q, "W_q", "b_q"}, {k, "W_k", "b_k"}, {v, "W_v", "b_v"}};
+    for (const auto& [to, W, b] : projections)
+      arrow(x, to, fmt::format("× {} + {}\n{} {}", W, b, W, shape(p.d_model, p.d_k)));
+    arrow(k, K, fmt::format("row {} of K", p.t));
+    arrow(v, V, fmt::format("row {} of V", p.t));
+    arrow(q, s, "× K^T");
+    arrow(K, s, "K^T " + shape(p.d_k, p.seq_len));
+    arrow(s, scaled, fmt::format("/ sqrt({})", p.d_k));
+    arrow(scaled, w, "softmax");
+    arrow(w, out, "× V");
+    arrow(V, out, "V " + shape(p.seq_len, p.d_k));
+    d.legend = {"chapter 1 computes these", "chapters 2 and 3 add these"};
+    return plot::diagram(file, d);
   });
 }
 
@@ -384,9 +523,13 @@ void run(int argc, char** argv) {
   step(8, "How two positions relate: PE similarity and relative offsets");
   const Matrix similarity = show_position_similarity(o, 64);
 
+  // ---------------------------------------------------------------------
+  step(9, "Follow one token from its word to its attention output");
+  const TokenPath path = show_token_path(o, tokens, ids, vocab.size(), E, PE, X, qkv, scores);
+
   gap();
   fmt::print("Drawing figures\n");
-  draw_figures(figures, o, tokens, scores, similarity);
+  draw_figures(figures, o, tokens, scores, similarity, path);
   figures.summary();
   fmt::print("Next: chapter 2 divides these scores by sqrt(d_k) and measures why.\n");
 }

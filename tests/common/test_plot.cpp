@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -34,6 +36,19 @@ bool is_complete_png(const std::string& path) {
   const std::string signature = "\x89PNG\r\n\x1a\n";
   return bytes.size() > 100 && bytes.compare(0, 8, signature) == 0 &&
          bytes.find("IEND", bytes.size() - 12) != std::string::npos;
+}
+
+// x fanning out into q, k and v, which meet again in the output: the shape
+// of chapter 1's flow figure, small.
+plot::Diagram fan_diagram() {
+  plot::Diagram d;
+  d.title = "x into q, k and v";
+  d.boxes = {{"x", {"(1, 64)"}, 0, 1, 0},         {"q", {"(1, 32)"}, 1, 0, 0}, {"k", {"(1, 32)"}, 1, 1, 0},
+             {"v", {"(1, 32)"}, 1, 2, 0},         {"output", {"(1, 32)", "later"}, 2, 1, 1}};
+  d.arrows = {{0, 1, "× W_q + b_q\nW_q (64, 32)"}, {0, 2, "× W_k"}, {0, 3, "× W_v"}, {1, 4, ""}, {2, 4, "K"},
+              {3, 4, "V"}};
+  d.legend = {"this chapter", "later chapters"};
+  return d;
 }
 
 Matrix causal_weights() {
@@ -102,6 +117,57 @@ TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
 
   plot::FlowPanel fp{"head 1", causal_weights(), kTokens, kTokens};
   require_drawn("flow.png", [&](const std::string& p) { return plot::flow(p, "flow", 1, 1, {fp}); });
+
+  require_drawn("diagram.png", [&](const std::string& p) { return plot::diagram(p, fan_diagram()); });
+}
+
+TEST_CASE("plot: a diagram's script holds every box, arrow and label, all on the canvas", "[common][plot]") {
+  if (!plot::available()) return;
+  const std::string path = (scratch_dir() / "diagram_script.png").string();
+  ::setenv("SA_PLOT_KEEP_SCRIPT", "1", 1);
+  const plot::Diagram d = fan_diagram();
+  const std::string written = plot::diagram(path, d);
+  ::unsetenv("SA_PLOT_KEEP_SCRIPT");
+  REQUIRE(written == path);
+  std::ifstream in(path + ".gp");
+  std::string script, line;
+  int rects = 0, arrows = 0;
+  double width = 0, height = 0;
+  std::vector<std::pair<double, double>> placed;  // every label, arrow end and rectangle corner
+  while (std::getline(in, line)) {
+    script += line + "\n";
+    double a, b, c, e;
+    if (std::sscanf(line.c_str(), "set xrange [0:%lf]", &a) == 1) width = a;
+    if (std::sscanf(line.c_str(), "set yrange [0:%lf]", &a) == 1) height = a;
+    const auto at = line.find(" at "), from = line.find(" from ");
+    if (line.rfind("set label", 0) == 0 && at != std::string::npos &&
+        std::sscanf(line.c_str() + at, " at %lf,%lf", &a, &b) == 2)
+      placed.emplace_back(a, b);
+    if (from != std::string::npos &&
+        std::sscanf(line.c_str() + from, " from %lf,%lf to %lf,%lf", &a, &b, &c, &e) == 4) {
+      placed.emplace_back(a, b);
+      placed.emplace_back(c, e);
+      (line.rfind("set arrow", 0) == 0 ? arrows : rects) += 1;
+    }
+  }
+  // Each box and legend entry is a rectangle; each arrow one `set arrow`.
+  CHECK(rects == int(d.boxes.size() + d.legend.size()));
+  CHECK(arrows == int(d.arrows.size()));
+  for (const auto& b : d.boxes) {
+    CHECK(script.find("'" + b.name + "'") != std::string::npos);
+    for (const auto& l : b.lines) CHECK(script.find("'" + l + "'") != std::string::npos);
+  }
+  CHECK(script.find("'× W_q + b_q'") != std::string::npos);  // a two-line label, one label per line
+  CHECK(script.find("'W_q (64, 32)'") != std::string::npos);
+  CHECK(script.find("'this chapter'") != std::string::npos);
+  REQUIRE(width > 0);
+  REQUIRE(height > 0);
+  for (auto [x, y] : placed) {
+    CHECK(x >= 0);
+    CHECK(x <= width);
+    CHECK(y >= 0);
+    CHECK(y <= height);
+  }
 }
 
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
@@ -125,5 +191,18 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   plot::FlowPanel above_one{"w > 1", Matrix::Constant(2, 2, 2.0f), {}, {}};
   CHECK_THROWS_AS(plot::flow(path, "t", 1, 1, {above_one}), std::invalid_argument);
   CHECK_THROWS_AS(plot::flow(path, "t", 1, 2, {above_one}), std::invalid_argument);
+  plot::Diagram to_nowhere = fan_diagram();
+  to_nowhere.arrows.push_back({0, 5, "no box 5"});
+  CHECK_THROWS_AS(plot::diagram(path, to_nowhere), std::invalid_argument);
+  plot::Diagram to_itself = fan_diagram();
+  to_itself.arrows.push_back({2, 2, "loop"});
+  CHECK_THROWS_AS(plot::diagram(path, to_itself), std::invalid_argument);
+  plot::Diagram shared_cell = fan_diagram();
+  shared_cell.boxes.push_back({"k again", {}, 1, 1, 0});
+  CHECK_THROWS_AS(plot::diagram(path, shared_cell), std::invalid_argument);
+  plot::Diagram through_k = fan_diagram();  // x -> output runs straight through k
+  through_k.arrows.push_back({0, 4, "skip"});
+  CHECK_THROWS_AS(plot::diagram(path, through_k), std::invalid_argument);
+  CHECK_THROWS_AS(plot::diagram(path, plot::Diagram{}), std::invalid_argument);
   CHECK_FALSE(fs::exists(path));
 }

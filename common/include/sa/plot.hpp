@@ -16,6 +16,7 @@
 
 #include "sa/tensor.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +110,32 @@ struct FlowPanel {
   std::vector<std::string> key_labels;    // one per column (right column), may be empty
 };
 
+// A block diagram: boxes on a grid of columns (left to right) and rows (top
+// to bottom), each with a name and a few lines under it, and labelled
+// arrows from box to box. The sizes follow the text: columns are as wide as
+// their widest box, and the gaps between them grow until every arrow label
+// fits on its arrow with some arrow showing at both ends, clear of the
+// boxes, the other labels and the other arrows. The figure's size follows.
+struct DiagramBox {
+  std::string name;                // the first line, in bold: "x = e + PE[5]"
+  std::vector<std::string> lines;  // under the name, smaller: "(1, 64)"
+  int column = 0, row = 0;         // one box per cell
+  std::size_t colour = 0;          // fill and border: colour i of the line colour cycle
+};
+
+struct DiagramArrow {
+  std::size_t from = 0, to = 0;  // indices into the boxes
+  std::string label;             // on the arrow (the operation); '\n' breaks lines; may be empty
+};
+
+struct Diagram {
+  std::string title;
+  std::vector<DiagramBox> boxes;
+  std::vector<DiagramArrow> arrows;
+  // Entry i, when given, says what box colour i means (a band at the bottom).
+  std::vector<std::string> legend;
+};
+
 // Each returns the path written (empty when figures are skipped) and throws
 // std::runtime_error with one line if gnuplot fails.
 std::string heatmap(const std::string& png_path, const Heatmap& h, int width = 800, int height = 700);
@@ -119,6 +146,11 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width = 90
 std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
 std::string histogram(const std::string& png_path, const Histogram& h, int width = 900, int height = 600);
 std::string surface(const std::string& png_path, const Surface& s, int width = 900, int height = 700);
+// A block diagram, its size following the text. Refuses
+// (std::invalid_argument) an arrow to a box that does not exist or from a
+// box to itself, two boxes in one cell, and an arrow that would pass through
+// a third box: the grid must leave every arrow a clear path.
+std::string diagram(const std::string& png_path, const Diagram& d);
 // A rows x cols grid of flow diagrams, one title. Lines for weights below
 // min_weight are left out (a near-uniform head would otherwise be a grey
 // mesh); panel_px is the width of a panel, its height follows the tokens.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <string>
 
 namespace sa::plot::detail {
 namespace {
@@ -70,6 +71,10 @@ Rgb interpolate(const Stops& stops, double u) {
 }
 
 const char* cycle_colour(std::size_t i) { return kCycle[i % kCycle.size()]; }
+
+Rgb cycle_rgb(std::size_t i) {
+  return hex_rgb(static_cast<std::uint32_t>(std::stoul(cycle_colour(i) + 1, nullptr, 16)));  // past the '#'
+}
 
 // Text colour for a cell of colour c: whichever of white and near-black has
 // the higher WCAG contrast ratio against it.

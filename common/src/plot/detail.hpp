@@ -54,7 +54,8 @@
 //   axes.cpp       tic lists (category and log axes) and axis ranges
 //   chart.cpp      what the 2-D charts share: their look, series checks, the
 //                  legend and its placement, reference lines and their labels
-//   heatmap.cpp, lines.cpp, bars.cpp, histogram.cpp, surface.cpp, flow.cpp:
+//   heatmap.cpp, lines.cpp, bars.cpp, histogram.cpp, surface.cpp, flow.cpp,
+//   diagram.cpp:
 //                  one kind of figure each (the public functions)
 #pragma once
 
@@ -115,6 +116,7 @@ Rgb interpolate(const Stops& stops, double u);  // u in 0..1
 
 // Line and bar colour i (the "tab10" cycle).
 const char* cycle_colour(std::size_t i);
+Rgb cycle_rgb(std::size_t i);
 
 inline constexpr const char* kMaskedFill = "#d4d4d4";  // NaN / inf cells
 inline constexpr const char* kMaskedText = "#4d4d4d";
