@@ -119,6 +119,14 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width = 90
 std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
 std::string histogram(const std::string& png_path, const Histogram& h, int width = 900, int height = 600);
 std::string surface(const std::string& png_path, const Surface& s, int width = 900, int height = 700);
+// A rows x cols grid of surfaces (for example untrained and trained x
+// heads), one title. Every panel is drawn over the same z range, from the
+// lowest floor (0 unless a value is negative) to the highest value of any
+// panel, so heights compare across panels; the panels have no colour bar of
+// their own (their z axes give the values). panel_px is a panel's width,
+// its height is 0.9 of it.
+std::string surface_grid(const std::string& png_path, const std::string& title, int rows, int cols,
+                         const std::vector<Surface>& panels, int panel_px = 420);
 // A rows x cols grid of flow diagrams, one title. Lines for weights below
 // min_weight are left out (a near-uniform head would otherwise be a grey
 // mesh); panel_px is the width of a panel, its height follows the tokens.
