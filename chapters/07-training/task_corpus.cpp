@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -179,6 +180,13 @@ std::vector<Matrix> weights_on(TinyTransformer& model, const std::vector<int64_t
 
 double mean_entropy(const Matrix& P) { return attention_pattern(P).entropy; }
 
+// The tallest block of a head's surface: its largest weight, leaving out,
+// when `causal`, the first query's 1, which the mask forces.
+double tallest_bar(const Matrix& P, bool causal) {
+  const std::vector<Link> top = strongest_links(P, 1, causal);
+  return top.empty() ? 0.0 : double(top[0].weight);
+}
+
 void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpus, const CorpusSplit& split,
                          const std::vector<std::string>& labels, const std::string& quoted, int64_t n,
                          const std::vector<CorpusModel>& models) {
@@ -201,14 +209,20 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
                                panel(single.trained[0], stats_title(single.trained[0], "trained"))},
                               460);
   });
-  figures.draw("corpus_untrained_vs_trained.png", [&](const std::string& path) {
-    std::vector<plot::Heatmap> panels;
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.untrained[size_t(h)], stats_title(causal.untrained[size_t(h)], fmt::format("head {} untrained", h))));
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("head {} trained", h))));
-    return plot::heatmap_grid(path, fmt::format("{} heads, causal, on {}: before (top) and after {} epochs (bottom)", H,
-                                                quoted, o.corpus_epochs),
-                              2, H, panels, 340);
-  });
+  // One model's heads before (top row) and after training (bottom row):
+  // the causal model here, the bidirectional one just below.
+  const auto untrained_vs_trained = [&](const std::string& file, const CorpusModel& m) {
+    figures.draw(file, [&](const std::string& path) {
+      std::vector<plot::Heatmap> panels;
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
+      return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} epochs (bottom)", H,
+                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, o.corpus_epochs),
+                                2, H, panels, 340);
+    });
+  };
+  untrained_vs_trained("corpus_untrained_vs_trained.png", causal);
+  untrained_vs_trained("corpus_bidirectional_untrained_vs_trained.png", bi);
   figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
     for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
@@ -259,6 +273,26 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
       return plot::surface(path, sf);
     });
   }
+  figures.draw("corpus_multihead_surfaces.png", [&](const std::string& path) {
+    // The causal heads as surfaces, untrained above trained, every panel
+    // over one z range (surface_grid's doing): a flat head stays flat.
+    std::vector<plot::Surface> panels;
+    for (const auto* weights : {&causal.untrained, &causal.trained})
+      for (int h = 0; h < H; ++h) {
+        plot::Surface sf;
+        sf.title = stats_title((*weights)[size_t(h)],
+                               fmt::format("head {} {}", h, weights == &causal.untrained ? "untrained" : "trained"));
+        sf.z = (*weights)[size_t(h)];
+        sf.row_labels = labels;
+        sf.col_labels = labels;
+        panels.push_back(std::move(sf));
+      }
+    return plot::surface_grid(path,
+                              fmt::format("{} heads, causal, on {}: before (top) and after {} epochs (bottom), one "
+                                          "height scale",
+                                          H, quoted, o.corpus_epochs),
+                              2, H, panels, 400);
+  });
   figures.draw("corpus_accuracy.png", [&](const std::string& path) {
     plot::LinePlot p;
     p.title = "Held-out next-word accuracy, the whole sentence in the input";
@@ -453,21 +487,24 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   // ---------------------------------------------------------------------
   next_step(fmt::format("What training did to each head, on {}", quoted));
   say("Entropy (mean over the queries of -sum_j a_j ln a_j, nats) and focus (mean of each query's largest "
-      "weight), before and after training, as in the source material's tables:");
-  fmt::print("  {:<26} {:>4}   {:^26}   {:^26}\n", "", "", "entropy (nats)", "focus");
-  fmt::print("  {:<26} {:>4}   {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}\n", "model", "head", "before", "after", "change",
-             "before", "after", "change");
+      "weight), before and after training, as in the source material's tables, and the tallest bar of the head's "
+      "surface (its largest weight, leaving out a causal head's first query, whose 1 the mask forces):");
+  fmt::print("  {:<26} {:>4}   {:^26}   {:^26}   {:>15}\n", "", "", "entropy (nats)", "focus", "tallest bar");
+  fmt::print("  {:<26} {:>4}   {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}   {:>8} {:>8}\n", "model", "head", "before",
+             "after", "change", "before", "after", "change", "before", "after");
   for (const CorpusModel& m : models)
     for (size_t h = 0; h < m.trained.size(); ++h) {
       const PatternStats a = attention_pattern(m.untrained[h]), b = attention_pattern(m.trained[h]);
-      fmt::print("  {:<26} {:>4}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f} {:>8}\n", h == 0 ? m.name : "", h,
-                 a.entropy, b.entropy, percent_change(a.entropy, b.entropy), a.focus, b.focus,
-                 percent_change(a.focus, b.focus));
+      fmt::print("  {:<26} {:>4}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f}\n",
+                 h == 0 ? m.name : "", h, a.entropy, b.entropy, percent_change(a.entropy, b.entropy), a.focus, b.focus,
+                 percent_change(a.focus, b.focus), tallest_bar(m.untrained[h], m.cfg.causal),
+                 tallest_bar(m.trained[h], m.cfg.causal));
     }
   fmt::print("  uniform weights over {} tokens: entropy {:.3f} bidirectional, {:.3f} causal; focus {:.3f} "
-             "bidirectional, {:.3f} causal\n",
+             "bidirectional, {:.3f} causal; tallest bar {:.3f} bidirectional, {:.3f} causal\n",
              n, mean_entropy(uniform_weights(n, false)), mean_entropy(uniform_weights(n, true)),
-             attention_pattern(uniform_weights(n, false)).focus, attention_pattern(uniform_weights(n, true)).focus);
+             attention_pattern(uniform_weights(n, false)).focus, attention_pattern(uniform_weights(n, true)).focus,
+             tallest_bar(uniform_weights(n, false), false), tallest_bar(uniform_weights(n, true), true));
   say("The strongest learned links of each head (query -> key, weight; for the causal model the first query, "
       "which can only see itself, is left out):");
   for (const CorpusModel& m : models)
@@ -497,6 +534,66 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
                     "{} of the {} strongest bidirectional links point one token ahead, at the word to predict; "
                     "the causal links can only look back, at the words that decide what comes next.",
                     100 * least, 100 * most, ahead, links));
+  }
+
+  {
+    // What the multi-head models' figures show, counted from the weights
+    // they draw: how far the untrained heads are from uniform, how many
+    // trained heads stand taller than any untrained head of their model
+    // (a causal head's second query alone gets 1/2 from a uniform head, so
+    // each model is measured against its own), and how many sharpened.
+    double off_uniform = 0, trained_low = 1, trained_high = 0;
+    double untrained_top[2] = {0, 0};  // bidirectional, causal
+    int taller = 0, sharper = 0, heads = 0;
+    for (const CorpusModel* m : {&models[1], &models[2]}) {
+      const Matrix uniform = uniform_weights(n, m->cfg.causal);
+      double& top_before = untrained_top[m->cfg.causal ? 1 : 0];
+      for (const Matrix& P : m->untrained) {
+        off_uniform = std::max(off_uniform, double((P - uniform).cwiseAbs().maxCoeff()));
+        top_before = std::max(top_before, tallest_bar(P, m->cfg.causal));
+      }
+      for (size_t h = 0; h < m->trained.size(); ++h) {
+        ++heads;
+        const double top = tallest_bar(m->trained[h], m->cfg.causal);
+        trained_low = std::min(trained_low, top), trained_high = std::max(trained_high, top);
+        taller += top > top_before;
+        sharper += attention_pattern(m->trained[h]).focus > attention_pattern(m->untrained[h]).focus;
+      }
+    }
+    const int64_t H = o.corpus_heads;
+    std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
+                                   "heatmaps before and after training (corpus_untrained_vs_trained.png causal, "
+                                   "corpus_bidirectional_untrained_vs_trained.png bidirectional) and the causal "
+                                   "heads as surfaces on one height scale (corpus_multihead_surfaces.png). ",
+                                   H);
+    // "Flat" only while no weight strays a quarter of 1/n from uniform.
+    text += off_uniform < 0.25 / double(n)
+                ? fmt::format("Untrained, no weight is more than {:.3f} from the uniform head's: flat at 1/{} "
+                              "without the mask, a staircase with it (1/(i + 1) in row i, so the first query's "
+                              "forced 1 stands tallest). ",
+                              off_uniform, n)
+                : fmt::format("Untrained, the weights are already up to {:.2f} away from the uniform head's. ",
+                              off_uniform);
+    const std::string before = fmt::format("the tallest bar of any untrained head of its model (bidirectional "
+                                           "{:.2f}, causal {:.2f})",
+                                           untrained_top[0], untrained_top[1]);
+    // Two bars that print alike are one number, not a range.
+    const std::string trained_range = fmt::format("{:.2f}", trained_low) == fmt::format("{:.2f}", trained_high)
+                                          ? fmt::format("{:.2f}", trained_high)
+                                          : fmt::format("{:.2f} to {:.2f}", trained_low, trained_high);
+    text += taller == heads ? fmt::format("Trained, every head's tallest bar ({}) stands above {}. ",
+                                          trained_range, before)
+            : taller == 0   ? fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and none "
+                                          "stands above {}. ",
+                                          trained_low, trained_high, before)
+                            : fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and {} of "
+                                          "the {} {} above {}. ",
+                                          trained_low, trained_high, taller, heads, taller == 1 ? "stands" : "stand",
+                                          before);
+    text += sharper == heads ? fmt::format("The focus of all {} heads rose.", heads)
+            : sharper == 0   ? fmt::format("The focus of none of the {} heads rose.", heads)
+                             : fmt::format("The focus of {} of the {} heads rose.", sharper, heads);
+    say(text);
   }
 
   // ---------------------------------------------------------------------

@@ -115,6 +115,11 @@ TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
   surf.row_labels = surf.col_labels = kTokens;
   require_drawn("surface.png", [&](const std::string& p) { return plot::surface(p, surf); });
 
+  plot::Surface flat = surf;  // uniform over every key: 1/6 everywhere
+  flat.z = Matrix::Constant(6, 6, 1.0f / 6.0f);
+  require_drawn("surface_grid.png",
+                [&](const std::string& p) { return plot::surface_grid(p, "surfaces", 1, 2, {flat, surf}, 300); });
+
   plot::FlowPanel fp{"head 1", causal_weights(), kTokens, kTokens};
   require_drawn("flow.png", [&](const std::string& p) { return plot::flow(p, "flow", 1, 1, {fp}); });
 
@@ -170,6 +175,32 @@ TEST_CASE("plot: a diagram's script holds every box, arrow and label, all on the
   }
 }
 
+// Heights compare across a surface grid's panels only if every panel is
+// drawn over the same z range: the script (kept with SA_PLOT_KEEP_SCRIPT)
+// must give the flat panel the causal panel's range, [0, 1], not its own.
+TEST_CASE("plot: surface_grid draws every panel over one z range", "[common][plot]") {
+  if (!plot::available()) return;  // no gnuplot, no script
+  plot::Surface flat, peaked;
+  flat.z = Matrix::Constant(6, 6, 1.0f / 6.0f);
+  peaked.z = causal_weights();
+  const std::string path = (scratch_dir() / "one_range.png").string();
+  ::setenv("SA_PLOT_KEEP_SCRIPT", "1", 1);
+  const std::string written = plot::surface_grid(path, "one range", 1, 2, {flat, peaked}, 300);
+  ::unsetenv("SA_PLOT_KEEP_SCRIPT");
+  REQUIRE(written == path);
+  std::ifstream in(path + ".gp");
+  const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto count = [&](const std::string& what) {
+    int n = 0;
+    for (auto at = script.find(what); at != std::string::npos; at = script.find(what, at + 1)) ++n;
+    return n;
+  };
+  const bool one_range = count("set zrange [0:1]\n") == 2;
+  CHECK(one_range);
+  CHECK(count("set zrange") == 2);
+  if (one_range) fs::remove(path + ".gp");  // else kept, to read
+}
+
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
   const std::string path = (scratch_dir() / "refused.png").string();
   plot::Heatmap empty;
@@ -204,5 +235,11 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   through_k.arrows.push_back({0, 4, "skip"});
   CHECK_THROWS_AS(plot::diagram(path, through_k), std::invalid_argument);
   CHECK_THROWS_AS(plot::diagram(path, plot::Diagram{}), std::invalid_argument);
+  plot::Surface surf;
+  surf.z = Matrix::Ones(3, 3);
+  CHECK_THROWS_AS(plot::surface_grid(path, "t", 1, 2, {surf}), std::invalid_argument);
+  plot::Surface thin;
+  thin.z = Matrix::Ones(1, 3);  // a 1 x 3 matrix has no surface
+  CHECK_THROWS_AS(plot::surface_grid(path, "t", 1, 2, {surf, thin}), std::invalid_argument);
   CHECK_FALSE(fs::exists(path));
 }

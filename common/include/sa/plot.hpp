@@ -151,6 +151,14 @@ std::string surface(const std::string& png_path, const Surface& s, int width = 9
 // box to itself, two boxes in one cell, and an arrow that would pass through
 // a third box: the grid must leave every arrow a clear path.
 std::string diagram(const std::string& png_path, const Diagram& d);
+// A rows x cols grid of surfaces (for example untrained and trained x
+// heads), one title. Every panel is drawn over the same z range, from the
+// lowest floor (0 unless a value is negative) to the highest value of any
+// panel, so heights compare across panels; the panels have no colour bar of
+// their own (their z axes give the values). panel_px is a panel's width,
+// its height is 0.9 of it.
+std::string surface_grid(const std::string& png_path, const std::string& title, int rows, int cols,
+                         const std::vector<Surface>& panels, int panel_px = 420);
 // A rows x cols grid of flow diagrams, one title. Lines for weights below
 // min_weight are left out (a near-uniform head would otherwise be a grey
 // mesh); panel_px is the width of a panel, its height follows the tokens.

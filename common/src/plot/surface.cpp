@@ -1,63 +1,88 @@
 // Surfaces (sa::plot::surface): a matrix as flat blocks in 3-D, one per
-// cell at its value, so attention weights stand as they are.
+// cell at its value, so attention weights stand as they are; and a grid of
+// them over one z range (surface_grid). surface_panel draws one, whole
+// figure or multiplot panel alike.
 
 #include "detail.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
 namespace sa::plot {
 
 using namespace detail;
 
-std::string surface(const std::string& png_path, const Surface& sf, int width, int height) {
+namespace {
+
+// A surface's input checked; `where` starts each message (a grid's "panel k: ").
+void validate(std::string_view fn, const Surface& sf, const std::string& where = "") {
   const auto rows = static_cast<std::size_t>(sf.z.rows()), cols = static_cast<std::size_t>(sf.z.cols());
-  if (rows == 0 || cols == 0) bad_input("surface", "empty matrix");
+  if (rows == 0 || cols == 0) bad_input(fn, where + "empty matrix");
   if (rows < 2 || cols < 2) {
-    bad_input("surface", fmt::format("a {} x {} matrix has no surface (need 2 x 2)", rows, cols));
+    bad_input(fn, fmt::format("{}a {} x {} matrix has no surface (need 2 x 2)", where, rows, cols));
   }
   if (!sf.row_labels.empty() && sf.row_labels.size() != rows) {
-    bad_input("surface", fmt::format("{} row labels for a {} x {} matrix", sf.row_labels.size(), rows, cols));
+    bad_input(fn, fmt::format("{}{} row labels for a {} x {} matrix", where, sf.row_labels.size(), rows, cols));
   }
   if (!sf.col_labels.empty() && sf.col_labels.size() != cols) {
-    bad_input("surface", fmt::format("{} column labels for a {} x {} matrix", sf.col_labels.size(), rows, cols));
+    bad_input(fn, fmt::format("{}{} column labels for a {} x {} matrix", where, sf.col_labels.size(), rows, cols));
   }
-  check_size("surface", width, height);
-  if (!available()) return skipped();
+}
 
-  auto [mn, mx] = finite_range(sf.z);
+// The z range surfaces whose values span [mn, mx] are drawn over: from the
+// floor (0, or the lowest value when it is negative: weights stand on the
+// floor at 0) to the highest value, never empty.
+std::pair<double, double> z_range(double mn, double mx) {
   if (mn == mx) mx = mn + 1;
-  const double zlo = mn >= 0 ? 0.0 : mn;  // weights stand on the floor at 0
+  return {mn >= 0 ? 0.0 : mn, mx};
+}
 
-  std::string s;
-  s += title_command(sf.title, width - 60.0, 15, 11);
+// Emits one surface (a whole figure, or one multiplot panel) into `s`,
+// drawn over z in [zlo, zhi]. id: unique datablock suffix; width: the
+// pixels across it; pt: the size of its tic labels; in_grid: one panel of
+// a grid, which has no colour bar (the panels share one range, and their z
+// axes give the values), fills more of its smaller room, and slants its
+// key labels, which would otherwise run together.
+void surface_panel(std::string& s, const Surface& sf, int id, double zlo, double zhi, double width, double pt,
+                   bool in_grid) {
+  const auto rows = static_cast<std::size_t>(sf.z.rows()), cols = static_cast<std::size_t>(sf.z.cols());
+  s += title_command(sf.title, width - 60.0, pt + 4, pt);
   // Looking down 55 degrees, turned 40 degrees: keys run along the front
   // left edge, the query axis goes into the picture with row 0 at the back
   // (like the top row of the heatmap).
-  s += "set view 55, 40, 0.95, 1.05\n";
+  s += in_grid ? "set view 55, 40, 1.1, 1.0\nset lmargin 6\nset rmargin 0\n" : "set view 55, 40, 0.95, 1.05\n";
   s += "set xyplane at " + num(zlo) + "\n";
   // Cell (i, j) is a flat block over [j - 0.5, j + 0.5] x [i - 0.5, i + 0.5]
   // at its value: the weights are drawn as they are, one per (query, key),
   // with nothing interpolated between tokens. Ticks sit on the centres.
   // (The ranges include the ring of floor around the blocks.)
   s += fmt::format("set xrange [-1.5:{}]\nset yrange [{}:-1.5]\nset zrange [{}:{}]\n", cols + 0.5, rows + 0.5,
-                   num(zlo), num(mx));
-  s += fmt::format("set cbrange [{}:{}]\n", num(zlo), num(mx));
-  s += ColourScale{&viridis(), zlo, mx, false}.command();
+                   num(zlo), num(zhi));
+  s += fmt::format("set cbrange [{}:{}]\n", num(zlo), num(zhi));
+  s += ColourScale{&viridis(), zlo, zhi, false}.command();
   // depthorder: draw far quadrangles first, so near blocks hide far ones.
   // A thin border separates the blocks; corners2color max gives a block's
   // top and its walls the block's own colour.
   s += "set pm3d depthorder border lw 0.5 lc rgb '#ffffff'\nset pm3d corners2color max\n";
   s += "set grid z back lt 1 lw 1 lc rgb '#e0e0e0'\nset border 1+2+4+8+16 lw 1 lc rgb '#404040'\n";
   // Offsets push the key and query tic labels apart at the front corner.
-  s += fmt::format("set xtics {} scale 0 font ',10' offset -0.8,-0.6", tic_list(sf.col_labels, cols, 24));
-  s += longest(sf.col_labels) > 4 ? " rotate by 30 right\n" : "\n";
-  s += fmt::format("set ytics {} scale 0 font ',10' offset 1.5,-0.3\n", tic_list(sf.row_labels, rows, 24));
-  s += "set ztics scale 0.5 font ',10'\nset format z '%g'\nset format cb '%g'\n";
-  s += "set xlabel " + gq(sf.xlabel) + " font ',12' offset 0,-1.5\n";
-  s += "set ylabel " + gq(sf.ylabel) + " font ',12' offset 2,0\n";
-  s += "set zlabel " + gq(sf.zlabel) + " font ',12' rotate parallel offset 1,0\n";
-  s += "set cblabel " + gq(sf.zlabel) + " font ',11' offset 1.5,0\n";
-  s += "set colorbox vertical user origin 0.9,0.25 size 0.022,0.5\n";
+  s += fmt::format("set xtics {} scale 0 font ',{}' offset -0.8,-0.6", tic_list(sf.col_labels, cols, 24), pt - 1);
+  s += in_grid || longest(sf.col_labels) > 4 ? " rotate by 30 right\n" : " norotate\n";
+  s += fmt::format("set ytics {} scale 0 font ',{}' offset 1.5,-0.3\n", tic_list(sf.row_labels, rows, 24), pt - 1);
+  s += fmt::format("set ztics scale 0.5 font ',{}'\nset format z '%g'\nset format cb '%g'\n", pt - 1);
+  s += fmt::format("set xlabel {} font ',{}' offset 0,-1.5\n", gq(sf.xlabel), pt + 1);
+  s += fmt::format("set ylabel {} font ',{}' offset 2,0\n", gq(sf.ylabel), pt + 1);
+  s += fmt::format("set zlabel {} font ',{}' rotate parallel offset 1,0\n", gq(sf.zlabel), pt + 1);
+  if (in_grid) {
+    s += "unset colorbox\n";
+  } else {
+    s += fmt::format("set cblabel {} font ',{}' offset 1.5,0\n", gq(sf.zlabel), pt);
+    s += "set colorbox vertical user origin 0.9,0.25 size 0.022,0.5\n";
+  }
   s += "unset key\n";
 
   // Scan lines "x y z", one blank line between them: the grid pm3d needs.
@@ -80,9 +105,57 @@ std::string surface(const std::string& png_path, const Surface& sf, int width, i
       data += "\n";
     }
   }
-  datablock(s, "$surface", data);
-  s += "splot $surface using 1:2:3 with pm3d notitle\n";
+  const std::string block = fmt::format("$surface{}", id);
+  datablock(s, block, data);
+  s += "splot " + block + " using 1:2:3 with pm3d notitle\n";
+}
+
+}  // namespace
+
+std::string surface(const std::string& png_path, const Surface& sf, int width, int height) {
+  validate("surface", sf);
+  check_size("surface", width, height);
+  if (!available()) return skipped();
+  const auto [mn, mx] = finite_range(sf.z);
+  const auto [zlo, zhi] = z_range(mn, mx);
+  std::string s;
+  surface_panel(s, sf, 0, zlo, zhi, width, 11, false);
   return render("surface", png_path, width, height, s);
+}
+
+std::string surface_grid(const std::string& png_path, const std::string& title, int rows, int cols,
+                         const std::vector<Surface>& panels, int panel_px) {
+  check_grid("surface_grid", rows, cols, panels.size());
+  for (std::size_t k = 0; k < panels.size(); ++k) validate("surface_grid", panels[k], fmt::format("panel {}: ", k));
+  check_size("surface_grid", panel_px, panel_px);
+  if (!available()) return skipped();
+
+  // One z range for every panel, over the values of all of them: a panel
+  // scaled to its own data would make a flat head look as tall as a peaked
+  // one. (The range of all the values, not the union of each panel's own
+  // range, which would pad a constant panel's empty range up by 1.)
+  double mn = 0, mx = 0;
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    const auto [lo, hi] = finite_range(panels[k].z);
+    mn = k == 0 ? lo : std::min(mn, lo);
+    mx = k == 0 ? hi : std::max(mx, hi);
+  }
+  const auto [zlo, zhi] = z_range(mn, mx);
+  // Smaller panels, smaller type, but never below 9 pt (as heatmap_grid).
+  const double pt = std::clamp(panel_px / 40.0, 9.0, 11.0);
+  const int panel_h = static_cast<int>(std::lround(0.9 * panel_px));  // a surface is a little wider than tall
+  const int width = cols * panel_px;
+  const PageTitle page = page_title(title, width, pt + 7, pt + 2, 50);
+  const int height = rows * panel_h + page.px;
+  const double top = 1.0 - static_cast<double>(page.px) / height;
+  const double pw = 1.0 / cols, ph = top / rows;
+  std::string body = page.command;
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    body += panel_origin(k, cols, pw, ph, top);
+    body += fmt::format("set size {:.5f},{:.5f}\n", pw, ph);
+    surface_panel(body, panels[k], static_cast<int>(k), zlo, zhi, panel_px, pt, true);
+  }
+  return render("surface_grid", png_path, width, height, body);
 }
 
 }  // namespace sa::plot
