@@ -140,7 +140,8 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   s += title_command(h.title, width - 90.0, base_pt + 3, base_pt);
   s += fmt::format("set xlabel {} font ',{}'\nset ylabel {} font ',{}'\n", gq(h.xlabel), base_pt + 1, gq(h.ylabel),
                    base_pt + 1);
-  s += fmt::format("set cblabel {} font ',{}'\n", gq(h.cblabel), base_pt);
+  // Clear of the colour bar's tic labels, which gnuplot does not measure.
+  s += fmt::format("set cblabel {} font ',{}' offset 1.5,0\n", gq(h.cblabel), base_pt);
   s += fmt::format("set xtics {} font ',{}'", tic_list(h.col_labels, cols), base_pt);
   s += rotate ? fmt::format(" rotate by {} right\n", rotate) : std::string(" norotate\n");
   s += fmt::format("set ytics {} font ',{}'\n", tic_list(h.row_labels, rows), base_pt);
