@@ -1,0 +1,150 @@
+// Hidden suite of chapter 7, position encodings: the RoPE exercise
+// (rope_forward, rope_backward) against its PyTorch reference
+// (tests/reference/ch07_positions.py), its inverse, its relative property
+// and its refusals; then whole models with sinusoidal and rotary positions
+// against their PyTorch twins and, for RoPE, against finite differences.
+//
+// Tolerances
+//  - rope_forward and rope_backward: two float32 products and one sum per
+//    entry, with cos and sin rounded once from the same float64 angle on
+//    both sides. A compiler may fuse a product into the sum (FMA), so the
+//    two sides may differ by an ulp or two: kElementwise (1e-6 + 1e-5 of the
+//    value). A wrong angle, sign or pairing moves entries by order 1.
+//  - the models: the tolerances of test_training.cpp's model tests (logits
+//    kFloat32, loss 1e-5 relative, gradients 1e-5 of the tensor's largest
+//    plus 1e-4 of each entry), for the same reason: a dozen layers of float32
+//    sums in another order than PyTorch's.
+#include "07-training/rope.hpp"
+
+#include "sa/rng.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("07-positions.txt");
+  return f;
+}
+
+// A (rows, cols) matrix of N(0, 1) draws.
+Matrix random_matrix(Generator& gen, int64_t rows, int64_t cols) { return gen.randn(rows, cols); }
+
+}  // namespace
+
+// ===========================================================================
+// rope_forward, rope_backward
+// ===========================================================================
+TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 2); V untouched",
+          "[ch07][rope_forward]") {
+  const std::vector<int64_t> c = fx().i64("rope.config");
+  const Matrix X = fx().matrix("rope.X");
+  Matrix Y = X;
+  rope_forward(Y, c[0], c[1]);
+  require_close("rope_forward(X)", Y, fx().matrix("rope.Y"), kElementwise);
+  const int64_t d = X.cols() / 3;
+  CHECK((Y.rightCols(d).array() == X.rightCols(d).array()).all());  // V carries no position
+  CHECK((Y.topRows(1).array() == X.topRows(1).array()).all());      // position 0: angle 0, no turn
+}
+
+TEST_CASE("rope_backward: matches PyTorch autograd; dV passes unchanged", "[ch07][rope_backward]") {
+  const std::vector<int64_t> c = fx().i64("rope.config");
+  const Matrix dY = fx().matrix("rope.dY");
+  Matrix dX = dY;
+  rope_backward(dX, c[0], c[1]);
+  require_close("rope_backward(dY)", dX, fx().matrix("rope.dX"), kElementwise);
+  const int64_t d = dY.cols() / 3;
+  CHECK((dX.rightCols(d).array() == dY.rightCols(d).array()).all());
+}
+
+TEST_CASE("rope_backward undoes rope_forward, and both keep every pair's length", "[ch07][rope_forward]") {
+  // A rotation's transpose is its inverse. Positions up to 40 (angles up to
+  // 40 rad), 4 heads of d_k 8, batch 3.
+  Generator gen(7031);
+  const int64_t batch = 3, seq = 41, heads = 4, d_k = 8, d = heads * d_k;
+  const Matrix X = random_matrix(gen, batch * seq, 3 * d);
+  Matrix Y = X;
+  rope_forward(Y, batch, heads);
+  double moved = 0.0, length_error = 0.0;
+  for (int64_t r = 0; r < Y.rows(); ++r)
+    for (int64_t j = 0; j < 2 * d; j += 2) {
+      moved = std::max(moved, double(std::abs(Y(r, j) - X(r, j))));
+      const double before = std::hypot(double(X(r, j)), double(X(r, j + 1)));
+      const double after = std::hypot(double(Y(r, j)), double(Y(r, j + 1)));
+      length_error = std::max(length_error, std::abs(after - before) / std::max(before, 1e-3));
+    }
+  CHECK(moved > 0.5);  // it did turn something
+  CHECK(length_error < 1e-6);
+  rope_backward(Y, batch, heads);
+  require_close("rope_backward(rope_forward(X))", Y, X, kElementwise);
+}
+
+TEST_CASE("rope_forward: the score of q at position p and k at p + k depends only on the offset k",
+          "[ch07][rope_forward]") {
+  // Every row of a sequence of 64 holds the same q and the same k; after
+  // rope_forward, row p holds q turned to position p and k turned to p.
+  // The score Q_p · K_(p+k) (summed in double) must be the same for every
+  // p. And it must depend on k: position does reach the scores.
+  Generator gen(7032);
+  const int64_t seq = 64, d_k = 16;
+  const Matrix q = random_matrix(gen, 1, d_k), k = random_matrix(gen, 1, d_k);
+  Matrix QKV = Matrix::Zero(seq, 3 * d_k);
+  for (int64_t p = 0; p < seq; ++p) {
+    QKV.block(p, 0, 1, d_k) = q;
+    QKV.block(p, d_k, 1, d_k) = k;
+  }
+  rope_forward(QKV, 1, 1);
+  auto score = [&](int64_t i, int64_t j) {
+    double s = 0.0;
+    for (int64_t c = 0; c < d_k; ++c) s += double(QKV(i, c)) * double(QKV(j, d_k + c));
+    return s;
+  };
+  const double scale = double(q.norm()) * double(k.norm());
+  std::vector<double> by_offset;
+  for (int64_t offset : {0, 1, 2, 5, 17, 40}) {
+    double worst = 0.0;
+    for (int64_t p = 0; p + offset < seq; ++p) worst = std::max(worst, std::abs(score(p, p + offset) - score(0, offset)));
+    INFO(fmt::format("offset {}: max over p of |score(p, p + k) - score(0, k)| = {:.3g} (|q| |k| = {:.3g})", offset,
+                     worst, scale));
+    CHECK(worst <= 1e-5 * scale);  // float32 rounding of the turned vectors, about 1e-7 of |q| |k|
+    by_offset.push_back(score(0, offset));
+  }
+  // Keys before the query too: score(p + k, p) is score(k, 0).
+  for (int64_t p = 0; p + 3 < seq; ++p) CHECK(std::abs(score(p + 3, p) - score(3, 0)) <= 1e-5 * scale);
+  CHECK(std::abs(by_offset[1] - by_offset[0]) > 1e-2 * scale);  // offset 1 scores differently from offset 0
+}
+
+TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not split, a bad base",
+          "[ch07][rope_forward]") {
+  Matrix QKV = Matrix::Ones(10, 3 * 6);  // d_model 6
+  try {
+    rope_forward(QKV, 2, 2);  // d_k = 3
+    FAIL("rope_forward accepted d_k = 3");
+  } catch (const std::invalid_argument& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("odd") != std::string::npos);
+  }
+  CHECK_THROWS_AS(rope_backward(QKV, 2, 2), std::invalid_argument);
+  CHECK_THROWS_AS(rope_forward(QKV, 3, 3), std::invalid_argument);   // 10 rows are not 3 sequences
+  CHECK_THROWS_AS(rope_backward(QKV, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(rope_forward(QKV, 2, 4), std::invalid_argument);   // d_model 6 is not 4 heads
+  CHECK_THROWS_AS(rope_forward(QKV, 2, 3, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(rope_forward(QKV, 2, 3, std::nan("")), std::invalid_argument);
+  CHECK((QKV.array() == 1.0f).all());  // a refused call leaves its input alone
+  rope_forward(QKV, 2, 3);             // d_k = 2: one pair per head, accepted
+  CHECK(QKV(9, 0) != 1.0f);
+}
+
+
