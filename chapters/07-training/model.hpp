@@ -195,8 +195,9 @@ inline Matrix attention_weight(Generator& gen, int64_t d_model) {
 }
 
 // The draws happen in the twin's __init__ order: token table, position
-// table (a learned model only: the others have none), then per block W_q, W_k, W_v, W_o (LayerNorms draw nothing), the
-// two feed-forward Linears, and finally the head.
+// table (a learned model only: the others have none), then per block W_q,
+// W_k, W_v, W_o (LayerNorms draw nothing), the two feed-forward Linears, and
+// finally the head.
 inline Params init_params(Generator& gen, const ModelConfig& cfg) {
   cfg.validate();
   const int64_t d = cfg.d_model;

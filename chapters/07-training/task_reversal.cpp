@@ -351,8 +351,8 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
   std::vector<PositionRun> runs;
   for (Trainee& t : trainees) runs.push_back(std::move(t.run));
   for (const PositionRun& r : runs)
-    fmt::print("  {:<10}  held-out loss {:.4f}  accuracy {:6.2f}%  {}  trained in {:.2f} s\n", position_name(r.position),
-               r.test_loss.back(), r.test_acc.back(),
+    fmt::print("  {:<10}  held-out loss {:.4f}  accuracy {:6.2f}%  {}  trained in {:.2f} s\n",
+               position_name(r.position), r.test_loss.back(), r.test_acc.back(),
                r.reached_99 ? fmt::format("99% at epoch {:2}", *r.reached_99) : std::string("99% not reached"),
                r.seconds);
 
@@ -371,7 +371,7 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
     order_text += fmt::format("{} ({:.2f}%)", position_name(ranked[i]->position), ranked[i]->test_acc.back());
   }
   say(fmt::format("After {} epoch{}, held-out token accuracy: {}. One seed and a short run: the order can change "
-                  "with --seed or --position-epochs. Note what reversal asks: query p (after SEP) copies the token "
+                  "with --seed or --position-epochs. Note what reversal asks: query p (from SEP on) copies the token "
                   "at position {} - p, 2p - {} behind it. That distance changes with p, so relative offsets alone "
                   "do not say where to look: a copying head must also know where its query is, whatever the "
                   "encoding.",

@@ -171,7 +171,8 @@ TEST_CASE("rope_forward: the score of q at position p and k at p + k depends onl
   std::vector<double> by_offset;
   for (int64_t offset : {0, 1, 2, 5, 17, 40}) {
     double worst = 0.0;
-    for (int64_t p = 0; p + offset < seq; ++p) worst = std::max(worst, std::abs(score(p, p + offset) - score(0, offset)));
+    for (int64_t p = 0; p + offset < seq; ++p)
+      worst = std::max(worst, std::abs(score(p, p + offset) - score(0, offset)));
     INFO(fmt::format("offset {}: max over p of |score(p, p + k) - score(0, k)| = {:.3g} (|q| |k| = {:.3g})", offset,
                      worst, scale));
     CHECK(worst <= 1e-5 * scale);  // float32 rounding of the turned vectors, about 1e-7 of |q| |k|
