@@ -103,7 +103,7 @@ void check_model_against_pytorch(PositionEncoding position) {
 // ===========================================================================
 // rope_forward, rope_backward
 // ===========================================================================
-TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 2); V untouched",
+TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 2), V untouched",
           "[ch07][rope_forward]") {
   const std::vector<int64_t> c = fx().i64("rope.config");
   const Matrix X = fx().matrix("rope.X");
@@ -115,7 +115,7 @@ TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 
   CHECK((Y.topRows(1).array() == X.topRows(1).array()).all());      // position 0: angle 0, no turn
 }
 
-TEST_CASE("rope_backward: matches PyTorch autograd; dV passes unchanged", "[ch07][rope_backward]") {
+TEST_CASE("rope_backward: matches PyTorch autograd, and dV passes unchanged", "[ch07][rope_backward]") {
   const std::vector<int64_t> c = fx().i64("rope.config");
   const Matrix dY = fx().matrix("rope.dY");
   Matrix dX = dY;
@@ -183,7 +183,7 @@ TEST_CASE("rope_forward: the score of q at position p and k at p + k depends onl
   CHECK(std::abs(by_offset[1] - by_offset[0]) > 1e-2 * scale);  // offset 1 scores differently from offset 0
 }
 
-TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not split, a bad base; "
+TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not split, a bad base, and "
           "ModelConfig refuses a RoPE model with an odd d_k",
           "[ch07][rope_forward]") {
   Matrix QKV = Matrix::Ones(10, 3 * 6);  // d_model 6
