@@ -370,12 +370,15 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
       order_text += shown(ranked[i]->test_acc.back()) == shown(ranked[i - 1]->test_acc.back()) ? " = " : " > ";
     order_text += fmt::format("{} ({:.2f}%)", position_name(ranked[i]->position), ranked[i]->test_acc.back());
   }
-  say(fmt::format("After {} epoch{}, held-out token accuracy: {}. One seed and a short run: the order can change "
-                  "with --seed or --position-epochs. Note what reversal asks: query p (from SEP on) copies the token "
-                  "at position {} - p, 2p - {} behind it. That distance changes with p, so relative offsets alone "
-                  "do not say where to look: a copying head must also know where its query is, whatever the "
-                  "encoding.",
-                  epochs, epochs == 1 ? "" : "s", order_text, 2 * task.digits - 1, 2 * task.digits - 1));
+  say(fmt::format("After {} epoch{}, held-out token accuracy: {}. This is one seed, and the order can change "
+                  "with --seed or --position-epochs.",
+                  epochs, epochs == 1 ? "" : "s", order_text));
+  // (With one digit there is one query, and nothing changes with p.)
+  if (task.digits > 1)
+    say(fmt::format("Note what reversal asks: query p (from SEP on) copies the token at position {} - p, 2p - {} "
+                    "behind it. That distance changes with p, so relative offsets alone do not say where to look: "
+                    "a copying head must also know where its query is, whatever the encoding.",
+                    2 * task.digits - 1, 2 * task.digits - 1));
   return runs;
 }
 
