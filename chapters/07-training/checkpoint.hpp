@@ -317,13 +317,20 @@ inline std::vector<std::pair<std::string, std::string>> checkpoint_metadata(cons
 }
 
 // The bytes of a checkpoint file. Throws std::invalid_argument for a
-// checkpoint that could not be read back: an impossible configuration, a
+// checkpoint that could not be read back: a model whose position encoding
+// is not the learned table, an impossible configuration, a
 // vocabulary of another size, a token that is empty or holds white space,
 // control characters or bytes that are not UTF-8, the same token twice,
 // parameters the configuration does not imply, a NaN or an infinity.
 inline std::vector<uint8_t> checkpoint_bytes(const Checkpoint& ckpt) {
   const ModelConfig& c = ckpt.config;
   c.validate();
+  // The format (version 1) has no field for the position encoding, and a
+  // reader would rebuild a learned model: refused rather than misread.
+  if (c.position != PositionEncoding::learned)
+    throw std::invalid_argument(fmt::format(
+        "checkpoint_bytes: only a model with a learned position table can be saved, not a {} one",
+        position_name(c.position)));
   for (const detail::ConfigField& f : detail::kConfigFields)
     if (c.*f.value > kMaxCheckpointDimension)
       throw std::invalid_argument(

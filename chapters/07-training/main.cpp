@@ -45,6 +45,9 @@ void run(int argc, char** argv) {
   cli.add("--heads", &o.heads, "reversal: attention heads per layer (must divide d_model)", IntRange{1, 64});
   cli.add("--layers", &o.layers, "reversal: transformer blocks", IntRange{1, 16});
   cli.add("--sample", &o.sample, "reversal: held-out sample shown and drawn", IntRange{0, 100000});
+  cli.add("--position-epochs", &o.position_epochs,
+          "reversal: epochs of each model in the comparison of position encodings (at most --epochs)",
+          IntRange{1, 100000});
   cli.add("--corpus", &o.corpus,
           "corpus: the sentence file, one sentence a line; a text file of at most 1 MiB, 10000 sentences "
           "and 32 words a sentence (default: chapters/07-training/corpus.txt)");

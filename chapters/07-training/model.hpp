@@ -1,7 +1,7 @@
 // Chapter 7: the tiny transformer of the reversal task, assembled from the
 // layers of training.hpp, and the Adam optimizer over all its parameters.
 //
-//   ids ─ token + position embedding ─ x
+//   ids ─ token + position embedding ─ x     (or RoPE: no table, Q and K rotated in each block)
 //   n_layers pre-norm blocks:
 //     x = x + W_o · attention(LayerNorm1(x) [W_q | W_k | W_v])   (n_heads; causal by default)
 //     x = x + W2 · GELU(W1 · LayerNorm2(x) + b1) + b2            (d_ff = 4 d_model)
@@ -15,7 +15,9 @@
 // the solutions or your exercises, and this plumbing is neither.
 #pragma once
 
+#include "01-qkv-projection/qkv.hpp"
 #include "05-causal-mask/mask.hpp"
+#include "07-training/rope.hpp"
 #include "07-training/training.hpp"
 
 #include "sa/nn.hpp"
@@ -36,6 +38,25 @@
 
 namespace sa {
 
+// How the model learns where a token is (step "Three ways to say where a
+// token is"):
+//   learned     a trained row per position added to the token's embedding
+//               (GPT-2, the source material's model; the default);
+//   sinusoidal  chapter 1's fixed sines and cosines added instead: nothing
+//               learned, nothing drawn (the original Transformer);
+//   rope        no table: Q and K are rotated by their position in every
+//               block (rope.hpp; LLaMA, GPT-NeoX).
+enum class PositionEncoding { learned, sinusoidal, rope };
+
+inline const char* position_name(PositionEncoding e) {
+  switch (e) {
+    case PositionEncoding::learned: return "learned";
+    case PositionEncoding::sinusoidal: return "sinusoidal";
+    case PositionEncoding::rope: return "rope";
+  }
+  return "?";
+}
+
 struct ModelConfig {
   int64_t vocab = 16;
   int64_t max_seq = 13;  // rows of the position table: the seed's max_seq_len = 2 * 6 + 1
@@ -52,6 +73,10 @@ struct ModelConfig {
   // i - w + 1 .. i (local attention, chapter 8 compares it on the reversal
   // task). Checkpoints always hold 0.
   int64_t window = 0;
+  // Only learned has a position table among the parameters (and only a
+  // learned model can be saved as a checkpoint); max_seq still bounds the
+  // sequence length of all three.
+  PositionEncoding position = PositionEncoding::learned;
 
   int64_t d_k() const { return d_model / n_heads; }
   void validate() const {
@@ -63,6 +88,10 @@ struct ModelConfig {
       throw std::invalid_argument(
           fmt::format("d_model {} is not divisible by {} heads: every head gets d_model / n_heads columns", d_model,
                       n_heads));
+    if (position == PositionEncoding::rope && d_k() % 2 != 0)
+      throw std::invalid_argument(
+          fmt::format("ModelConfig: RoPE rotates pairs of features, but d_k = {} / {} = {} is odd", d_model, n_heads,
+                      d_k()));
   }
 };
 
@@ -77,7 +106,7 @@ struct BlockParams {
 
 struct Params {
   Matrix tok;  // (vocab, d)   nn.Embedding
-  Matrix pos;  // (max_seq, d) nn.Embedding, a learned row per position
+  Matrix pos;  // (max_seq, d) nn.Embedding, a learned row per position; empty (0, 0) unless learned
   std::vector<BlockParams> blocks;
   LayerNorm ln_f;
   Linear head;  // (d, vocab), with bias
@@ -98,7 +127,7 @@ void for_each_tensor(ParamsT& p, F&& f) {
     visit(name + ".beta", ln.beta);
   };
   visit("tok", p.tok);
-  visit("pos", p.pos);
+  if (p.pos.size() != 0) visit("pos", p.pos);  // sinusoidal and RoPE models have no table
   for (size_t l = 0; l < p.blocks.size(); ++l) {
     auto& blk = p.blocks[l];
     const std::string prefix = fmt::format("blocks.{}.", l);
@@ -125,7 +154,7 @@ inline std::vector<Shape> tensor_shapes(const Params& p) {
     if (l.b) add(*l.b);
   };
   add(p.tok);
-  add(p.pos);
+  if (p.pos.size() != 0) add(p.pos);
   for (const BlockParams& b : p.blocks) {
     add_linear(b.qkv);
     add_linear(b.W_o);
@@ -166,14 +195,15 @@ inline Matrix attention_weight(Generator& gen, int64_t d_model) {
 }
 
 // The draws happen in the twin's __init__ order: token table, position
-// table, then per block W_q, W_k, W_v, W_o (LayerNorms draw nothing), the
-// two feed-forward Linears, and finally the head.
+// table (a learned model only: the others have none), then per block W_q,
+// W_k, W_v, W_o (LayerNorms draw nothing), the two feed-forward Linears, and
+// finally the head.
 inline Params init_params(Generator& gen, const ModelConfig& cfg) {
   cfg.validate();
   const int64_t d = cfg.d_model;
   Params p;
   p.tok = make_embedding(gen, cfg.vocab, d);
-  p.pos = make_embedding(gen, cfg.max_seq, d);
+  if (cfg.position == PositionEncoding::learned) p.pos = make_embedding(gen, cfg.max_seq, d);
   for (int64_t l = 0; l < cfg.n_layers; ++l) {
     BlockParams blk;
     blk.qkv.W.resize(d, 3 * d);
@@ -315,7 +345,14 @@ struct DropoutSetting {
 class TinyTransformer {
  public:
   TinyTransformer(const ModelConfig& cfg, Generator& gen)
-      : params(init_params(gen, cfg)), grads(zeros_like(params)), cfg_(cfg) {}
+      : params(init_params(gen, cfg)), grads(zeros_like(params)), cfg_(cfg) {
+    // Without a learned table the embedding adds fixed rows instead:
+    // chapter 1's sinusoids, or zeros for RoPE (its positions enter in the
+    // attention, not here).
+    if (cfg.position == PositionEncoding::sinusoidal) fixed_pos_ = positional_encoding(cfg.max_seq, cfg.d_model);
+    if (cfg.position == PositionEncoding::rope) fixed_pos_ = Matrix::Zero(cfg.max_seq, cfg.d_model);
+    d_fixed_pos_.resize(fixed_pos_.rows(), fixed_pos_.cols());
+  }
 
   const ModelConfig& config() const { return cfg_; }
 
@@ -412,6 +449,7 @@ class TinyTransformer {
         add_scattered_rows(after_att.d_att, w.seq, w.first, w.all.d_att);
       }
       attention_backward(cache.qkv, cache.P, w.all.d_att, w.batch, cfg_.n_heads, w.d_P, w.d_qkv, &cache.dropout);
+      if (cfg_.position == PositionEncoding::rope) rope_backward(w.d_qkv, w.batch, cfg_.n_heads);  // un-rotate dQ, dK
       linear_backward(cache.a, block.qkv, w.d_qkv, w.all.d_m, block_grads.qkv);
       layernorm_backward(w.all.d_m, cache.ln1, block.ln1, w.all.d_ln, block_grads.ln1);
       if (last) {  // the gradient of x_in: the identity path (kept rows) plus the attention branch
@@ -421,7 +459,8 @@ class TinyTransformer {
         w.all.d_x += w.all.d_ln;
       }
     }
-    embedding_backward(w.ids, w.seq, w.all.d_x, grads.tok, grads.pos);
+    // (A fixed table's gradient is computed and dropped: nothing learns it.)
+    embedding_backward(w.ids, w.seq, w.all.d_x, grads.tok, learned_pos() ? grads.pos : d_fixed_pos_);
   }
 
   // The attention weights of layer `layer` in the last forward:
@@ -441,7 +480,7 @@ class TinyTransformer {
     Workspace& w = workspace_for(batch, int64_t(ids.size()) / batch, first);
     w.ids.assign(ids.begin(), ids.end());
     w.targets.clear();
-    embedding_forward(w.ids, w.seq, params.tok, params.pos, w.x0);
+    embedding_forward(w.ids, w.seq, params.tok, learned_pos() ? params.pos : fixed_pos_, w.x0);
     const Matrix* x = &w.x0;
     for (int64_t l = 0; l < cfg_.n_layers; ++l) {
       const bool last = l == cfg_.n_layers - 1;
@@ -450,6 +489,7 @@ class TinyTransformer {
       // x_mid = x + W_o · attention(LayerNorm1(x))
       layernorm_forward(*x, block.ln1, cache.a, cache.ln1);
       linear_forward(cache.a, block.qkv, cache.qkv);
+      if (cfg_.position == PositionEncoding::rope) rope_forward(cache.qkv, batch, cfg_.n_heads);  // Q, K by position
       cache.dropout.p = dropout.p;  // set every forward: an evaluation after training drops nothing
       cache.dropout.gen = dropout.gen;
       attention_forward(cache.qkv, batch, cfg_.n_heads, w.mask, cache.scores, cache.P, cache.att, &cache.dropout);
@@ -472,6 +512,7 @@ class TinyTransformer {
     return w.logits;
   }
 
+  bool learned_pos() const { return cfg_.position == PositionEncoding::learned; }
   Workspace& current() {
     if (!current_) throw std::logic_error("TinyTransformer: call forward() first");
     return *current_;
@@ -486,6 +527,7 @@ class TinyTransformer {
   }
 
   ModelConfig cfg_;
+  Matrix fixed_pos_, d_fixed_pos_;  // without a learned table: the rows added, and a gradient nobody reads
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Workspace>> workspaces_;
   Workspace* current_ = nullptr;
 };

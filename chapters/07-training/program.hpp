@@ -38,6 +38,7 @@ struct Options {
   int64_t heads = 4;
   int64_t layers = 2;
   int64_t sample = 0;
+  int64_t position_epochs = 10;  // the position-encoding comparison (at most epochs)
   std::string task = "both";
   std::string corpus;  // default: chapters/07-training/corpus.txt
   std::string text = "the cat sat on the mat";

@@ -25,6 +25,11 @@ class CachedDecoder {
   CachedDecoder(const TinyTransformer& model, int64_t capacity) : model_(model) {
     const ModelConfig& c = model.config();
     if (!c.causal) throw std::invalid_argument("CachedDecoder: a key/value cache needs a causal model");
+    // step() adds the learned position row itself (p.pos): a sinusoidal or
+    // RoPE model has none.
+    if (c.position != PositionEncoding::learned)
+      throw std::invalid_argument(fmt::format("CachedDecoder: only a model with a learned position table, not {}",
+                                              position_name(c.position)));
     if (capacity > c.max_seq)
       throw std::invalid_argument(
           fmt::format("CachedDecoder: {} tokens, but the model knows {} positions", capacity, c.max_seq));
