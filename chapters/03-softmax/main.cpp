@@ -13,6 +13,7 @@
 #include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/nn.hpp"
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
@@ -377,14 +378,11 @@ void run(int argc, char** argv) {
     // Central differences of L(x) = <dy, softmax(x)>, in float: h = 1e-2
     // keeps the rounding (~1e-7 / h) and the truncation (~h^2) near 1e-5.
     const float h = 1e-2f;
-    Matrix fd(1, 3);
-    for (int64_t j = 0; j < 3; ++j) {
-      Matrix plus = x_g, minus = x_g;
-      plus(0, j) += h;
-      minus(0, j) -= h;
-      fd(0, j) = ((dy.array() * softmax_rows(plus).array()).sum() - (dy.array() * softmax_rows(minus).array()).sum()) /
-                 (2 * h);
-    }
+    Matrix fd(1, 3), moved = x_g;
+    for (int64_t j = 0; j < 3; ++j)
+      fd(0, j) = float(central_difference(moved(0, j), h, [&] {
+        return double((dy.array() * softmax_rows(moved).array()).sum());
+      }));
     fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "central differences (h = 0.01)", format_row(fd),
                (fd - dx).cwiseAbs().maxCoeff());
   }

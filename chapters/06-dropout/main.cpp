@@ -14,6 +14,7 @@
 #include "01-qkv-projection/running_example.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/nn.hpp"
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
@@ -423,10 +424,8 @@ void run(int argc, char** argv) {
       }
   const float h = 1e-3f;
   for (const auto& [i, j] : probes) {
-    Matrix plus = weights, minus = weights;
-    plus(i, j) += h;
-    minus(i, j) -= h;
-    const double numeric = (loss(plus) - loss(minus)) / double(plus(i, j) - minus(i, j));
+    Matrix moved = weights;
+    const double numeric = central_difference(moved(i, j), h, [&] { return loss(moved); });
     fmt::print("  weight [{}, {}] (query '{}', key '{}', {}): backward {:.5f}, finite differences {:.5f}\n", i, j,
                tokens[size_t(i)], tokens[size_t(j)], drop.keep(i, j) ? "kept" : "dropped", d_weights(i, j), numeric);
   }

@@ -13,6 +13,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
 #include "sa/rng.hpp"
@@ -152,17 +153,12 @@ void show_one_training_step(const Options& o, uint64_t seed, const ModelConfig& 
     size_t at = 0;
     for (size_t i = 0; i < gradients[k].size(); ++i)
       if (std::abs(gradients[k][i]) > std::abs(gradients[k][at])) at = i;
-    float& w = weights[k][at];
-    const float old = w, h = 1e-2f;
-    w = old + h;
-    demo.forward(ids, B);
-    const double plus = demo.loss(targets);
-    w = old - h;
-    demo.forward(ids, B);
-    const double minus = demo.loss(targets);
-    w = old;
+    const double numeric = central_difference(weights[k][at], 1e-2f, [&] {
+      demo.forward(ids, B);
+      return double(demo.loss(targets));
+    });
     fmt::print("  {:<20} entry {:4}  backward {:+.6f}   (L(w+h) - L(w-h)) / 2h = {:+.6f}\n", names[k], at,
-               gradients[k][at], (plus - minus) / (2.0 * h));
+               gradients[k][at], numeric);
   }
   say("They agree to about 1e-5: the loss is a float32 number near 3 (steps of 2.4e-7), and dividing "
       "its rounding by 2h = 0.02 leaves differences of that size. The hidden tests check every layer's "

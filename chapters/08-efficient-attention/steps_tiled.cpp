@@ -7,6 +7,7 @@
 #include "08-efficient-attention/steps.hpp"
 
 #include "sa/plot.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/print.hpp"
 
 #include <fmt/core.h>
@@ -263,22 +264,15 @@ void backward_demo(const Small& small, const Large& large, const Options& o) {
                max_abs_diff(g.dV, ref.dV));
     // Central differences in double of L = sum(O * dO) for one entry of each.
     constexpr double h = 1e-3;
-    auto numeric = [&](const Matrix& X, int which, int64_t i, int64_t j) {
-      Matrix plus = X, minus = X;
-      plus(i, j) += float(h);
-      minus(i, j) -= float(h);
-      const Matrix* args_p[3] = {&small.Q, &small.K, &small.V};
-      const Matrix* args_m[3] = {&small.Q, &small.K, &small.V};
-      args_p[which] = &plus;
-      args_m[which] = &minus;
-      const double step = double(plus(i, j)) - double(minus(i, j));  // the float steps actually taken
-      return (loss_double(*args_p[0], *args_p[1], *args_p[2], dO, causal) -
-              loss_double(*args_m[0], *args_m[1], *args_m[2], dO, causal)) / step;
+    auto numeric = [&](int which, int64_t i, int64_t j) {
+      Matrix args[3] = {small.Q, small.K, small.V};
+      return central_difference(args[which](i, j), float(h),
+                                [&] { return loss_double(args[0], args[1], args[2], dO, causal); });
     };
     fmt::print("          finite differences: dQ[3, 1] {} vs {}, dK[2, 0] {} vs {}, dV[5, 2] {} vs {}\n",
-               format_value(g.dQ(3, 1), 5), format_value(numeric(small.Q, 0, 3, 1), 5), format_value(g.dK(2, 0), 5),
-               format_value(numeric(small.K, 1, 2, 0), 5), format_value(g.dV(5, 2), 5),
-               format_value(numeric(small.V, 2, 5, 2), 5));
+               format_value(g.dQ(3, 1), 5), format_value(numeric(0, 3, 1), 5), format_value(g.dK(2, 0), 5),
+               format_value(numeric(1, 2, 0), 5), format_value(g.dV(5, 2), 5),
+               format_value(numeric(2, 5, 2), 5));
   }
 
   const int64_t N = large.Q.rows();

@@ -7,6 +7,7 @@
 #include "01-qkv-projection/running_example.hpp"
 #include "sa/nn.hpp"
 #include "sa/rng.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/text.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
@@ -239,12 +240,9 @@ TEST_CASE("softmax_backward: agrees with central finite differences", "[ch03][so
       for (int64_t k = 0; k < X.cols(); ++k) L += double(dY(i, k)) * q[size_t(k)];
       return L;
     };
-    for (int64_t j = 0; j < X.cols(); ++j) {
-      auto plus = x, minus = x;
-      plus[size_t(j)] += h;
-      minus[size_t(j)] -= h;
-      expected(i, j) = float((loss(plus) - loss(minus)) / (2 * h));
-    }
+    auto moved = x;
+    for (int64_t j = 0; j < X.cols(); ++j)
+      expected(i, j) = float(central_difference(moved[size_t(j)], h, [&] { return loss(moved); }));
   }
   REQUIRE(expected.cwiseAbs().maxCoeff() > 0.05f);  // the yardstick itself is not trivially small
   require_close("softmax_backward vs central differences", softmax_backward(P, dY), expected, kFloat32);

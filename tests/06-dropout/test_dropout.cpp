@@ -8,6 +8,7 @@
 #include "01-qkv-projection/running_example.hpp"
 #include "sa/nn.hpp"
 #include "sa/rng.hpp"
+#include "sa/gradcheck.hpp"
 #include "sa/text.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
@@ -270,10 +271,8 @@ TEST_CASE("dropout_backward: agrees with central finite differences, the mask he
   const float h = 0.01f;
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 6; ++j) {
-      Matrix plus = x, minus = x;
-      plus(i, j) += h;
-      minus(i, j) -= h;
-      const double numeric = (loss(plus) - loss(minus)) / double(plus(i, j) - minus(i, j));
+      Matrix moved = x;
+      const double numeric = central_difference(moved(i, j), h, [&] { return loss(moved); });
       INFO(fmt::format("d_x[{}, {}] ({}): analytic {}, finite differences {}", i, j,
                        r.keep(i, j) ? "kept" : "dropped", d_x(i, j), numeric));
       CHECK(double(d_x(i, j)) == Approx(numeric).margin(1e-4));

@@ -2,6 +2,7 @@
 // PyTorch (tests/reference/ch07_pooling.py: float64 autograd rounded once),
 // the edges, and the classifier's gradient against finite differences.
 #include "07-training/pooling.hpp"
+#include "sa/gradcheck.hpp"
 
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
@@ -107,10 +108,8 @@ TEST_CASE("the pooling classifier: one training step's gradient of q against fin
   check_close("the step's mean loss", loss, mean_loss(model), {1e-5, 1e-5});
   constexpr float h = 1e-2f;
   for (int64_t j = 0; j < 6; ++j) {
-    PoolingClassifier plus = model, minus = model;
-    plus.q(j) += h;
-    minus.q(j) -= h;
-    const double numeric = (mean_loss(plus) - mean_loss(minus)) / (2.0 * h);
+    PoolingClassifier moved = model;
+    const double numeric = central_difference(moved.q(j), h, [&] { return mean_loss(moved); });
     check_close(fmt::format("dL/dq[{}]", j), trainer.grads.q(j), numeric, {2e-3, 2e-2});
   }
 }

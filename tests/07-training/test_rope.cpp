@@ -18,6 +18,7 @@
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
 #include "07-training/rope.hpp"
+#include "model_gradcheck.hpp"
 
 #include "01-qkv-projection/qkv.hpp"
 #include "sa/rng.hpp"
@@ -231,11 +232,10 @@ TEST_CASE("model with sinusoidal positions: PyTorch's initial weights, logits, l
 }
 
 TEST_CASE("model with RoPE: every parameter's gradient agrees with finite differences", "[ch07][rope_backward]") {
-  // test_training.cpp's directional check: for a random ±1 direction u per
-  // tensor, (L(θ + h u) − L(θ − h u)) / 2h against ⟨∂L/∂θ, u⟩, relative to
-  // Σ|g|; weights re-drawn N(0, 0.3²) so attention is far from uniform. A
-  // backward that forgot to un-rotate dQ and dK, or turned them the wrong
-  // way, gives W_q and W_k a gradient of the wrong direction.
+  // The directional check of model_gradcheck.hpp, with the weights
+  // re-drawn N(0, 0.3²) so attention is far from uniform. A backward that
+  // forgot to un-rotate dQ and dK, or turned them the wrong way, gives W_q
+  // and W_k a gradient of the wrong direction.
   ModelConfig cfg;
   cfg.vocab = 9;
   cfg.max_seq = 7;
@@ -260,34 +260,7 @@ TEST_CASE("model with RoPE: every parameter's gradient agrees with finite differ
     model.forward(ids, batch);
     return double(model.loss(targets));
   };
-  std::vector<std::span<float>> params, grads;
-  std::vector<std::string> names;
-  for_each_tensor(model.params, [&](const std::string& n, std::span<float> t) {
-    names.push_back(n);
-    params.push_back(t);
-  });
-  for_each_tensor(model.grads, [&](const std::string&, std::span<float> t) { grads.push_back(t); });
-  const float h = 1e-2f;
-  for (size_t k = 0; k < params.size(); ++k) {
-    std::vector<float> u(params[k].size());
-    double analytic = 0.0, norm1 = 0.0;
-    for (size_t i = 0; i < u.size(); ++i) {
-      u[i] = gen.random() % 2 ? 1.0f : -1.0f;
-      analytic += double(grads[k][i]) * u[i];
-      norm1 += std::abs(double(grads[k][i]));
-    }
-    const std::vector<float> saved(params[k].begin(), params[k].end());
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] + h * u[i];
-    const double plus = loss();
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] - h * u[i];
-    const double minus = loss();
-    std::copy(saved.begin(), saved.end(), params[k].begin());
-    const double numeric = (plus - minus) / (2.0 * h);
-    INFO(fmt::format("{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], analytic,
-                     numeric, norm1));
-    CHECK(norm1 > 0.0);
-    CHECK(std::abs(analytic - numeric) <= 2e-3 * norm1);
-  }
+  require_directional_derivatives(model, gen, loss, " with RoPE");
 }
 
 TEST_CASE("models without a position table: no 'pos' tensor, Adam trains them, checkpoints refuse them",

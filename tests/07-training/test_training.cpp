@@ -26,6 +26,8 @@
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
 #include "07-training/training.hpp"
+#include "model_gradcheck.hpp"
+#include "sa/gradcheck.hpp"
 
 #include "05-causal-mask/mask.hpp"
 #include "sa/rng.hpp"
@@ -70,17 +72,7 @@ double weighted_sum(const Matrix& R, const Matrix& Y) {
 // Central differences of `loss` with respect to every entry of `x`.
 std::vector<double> numeric_gradient(float* x, int64_t n, const std::function<double()>& loss) {
   std::vector<double> g(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const float old = x[i];
-    x[i] = old + kFdStep;
-    const double plus = loss();
-    x[i] = old - kFdStep;
-    const double minus = loss();
-    x[i] = old;
-    // The step actually taken, in float: (old + h) − (old − h) is not
-    // exactly 2h when old is large.
-    g[size_t(i)] = (plus - minus) / (double(old + kFdStep) - double(old - kFdStep));
-  }
+  for (int64_t i = 0; i < n; ++i) g[size_t(i)] = central_difference(x[i], kFdStep, loss);
   return g;
 }
 
@@ -138,45 +130,6 @@ struct FixtureModel {
     cfg.d_ff = 4 * c[3];
   }
 };
-
-// One directional derivative per tensor of a model whose gradients are in
-// model.grads: for a random ±1 direction u,
-//   (L(θ + h u) − L(θ − h u)) / 2h  ≈  ⟨∂L/∂θ, u⟩,
-// which weighs every entry of the gradient at once. Compared relative to
-// Σ|g|, the size ⟨g, u⟩ could have: a sign error gives 2 |⟨g, u⟩|, a
-// factor of 2 gives |⟨g, u⟩|, a transposed or misplaced gradient a
-// different random sum of the same size.
-void require_directional_derivatives(TinyTransformer& model, Generator& gen, const std::function<double()>& loss,
-                                     const std::string& label) {
-  std::vector<std::span<float>> params, grads;
-  std::vector<std::string> names;
-  for_each_tensor(model.params, [&](const std::string& n, std::span<float> t) {
-    names.push_back(n);
-    params.push_back(t);
-  });
-  for_each_tensor(model.grads, [&](const std::string&, std::span<float> t) { grads.push_back(t); });
-  const float h = 1e-2f;
-  for (size_t k = 0; k < params.size(); ++k) {
-    std::vector<float> u(params[k].size());
-    double analytic = 0.0, norm1 = 0.0;
-    for (size_t i = 0; i < u.size(); ++i) {
-      u[i] = gen.random() % 2 ? 1.0f : -1.0f;
-      analytic += double(grads[k][i]) * u[i];
-      norm1 += std::abs(double(grads[k][i]));
-    }
-    const std::vector<float> saved(params[k].begin(), params[k].end());
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] + h * u[i];
-    const double plus = loss();
-    for (size_t i = 0; i < u.size(); ++i) params[k][i] = saved[i] - h * u[i];
-    const double minus = loss();
-    std::copy(saved.begin(), saved.end(), params[k].begin());
-    const double numeric = (plus - minus) / (2.0 * h);
-    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], label,
-                     analytic, numeric, norm1));
-    CHECK(norm1 > 0.0);
-    CHECK(std::abs(analytic - numeric) <= kFdTolerance * norm1);
-  }
-}
 
 }  // namespace
 
@@ -683,7 +636,7 @@ TEST_CASE("attention_backward: with dropout, agrees with finite differences (mas
   require_gradient("attention dQKV with dropout", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
 }
 
-TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit; bad dropout input is refused",
+TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout input is refused",
           "[ch07][attention_backward]") {
   Generator gen(705);
   const int64_t batch = 2, heads = 2, seq = 3, d = 4;
@@ -724,7 +677,7 @@ TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit; bad dropout inp
   CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &stale), std::invalid_argument);
 }
 
-TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch; evaluation drops nothing",
+TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch, and evaluation drops nothing",
           "[ch07][model]") {
   // The twin in model.train() with dropout 0.1 in both blocks: each forward
   // draws block 0's mask, then block 1's, from the generator that drew the

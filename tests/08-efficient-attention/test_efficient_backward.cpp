@@ -8,6 +8,7 @@
 #include "08-efficient-attention/efficient.hpp"
 
 #include "sa/rng.hpp"
+#include "sa/gradcheck.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
 
@@ -145,17 +146,12 @@ TEST_CASE("tiled_attention_backward: agrees with central finite differences in d
     };
     // which: 0 = Q, 1 = K, 2 = V.
     auto numeric = [&](int which) {
-      const MatrixD& x = which == 0 ? Qd : which == 1 ? Kd : Vd;
+      MatrixD args[3] = {Qd, Kd, Vd};
+      MatrixD& x = args[which];
       Matrix grad(x.rows(), x.cols());
       for (int64_t r = 0; r < x.rows(); ++r)
-        for (int64_t c = 0; c < x.cols(); ++c) {
-          MatrixD plus = x, minus = x;
-          plus(r, c) += h;
-          minus(r, c) -= h;
-          const double lp = which == 0 ? loss(plus, Kd, Vd) : which == 1 ? loss(Qd, plus, Vd) : loss(Qd, Kd, plus);
-          const double lm = which == 0 ? loss(minus, Kd, Vd) : which == 1 ? loss(Qd, minus, Vd) : loss(Qd, Kd, minus);
-          grad(r, c) = float((lp - lm) / (2 * h));
-        }
+        for (int64_t c = 0; c < x.cols(); ++c)
+          grad(r, c) = float(central_difference(x(r, c), h, [&] { return loss(args[0], args[1], args[2]); }));
       return grad;
     };
     const std::string input = fmt::format("(seq_q {}, seq_k {}, d_k {}, d_v {}, {}, block {})", seq_q, seq_k, d_k,

@@ -1,0 +1,53 @@
+// The whole-model gradient check of chapter 7's suites (test_training.cpp,
+// test_rope.cpp): one directional derivative per tensor.
+#pragma once
+
+#include "07-training/model.hpp"
+#include "sa/gradcheck.hpp"
+#include "sa/rng.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sa::test {
+
+// For a model whose gradients are in model.grads, and for a random ±1
+// direction u per tensor (drawn from gen),
+//   (L(θ + h u) − L(θ − h u)) / 2h  ≈  ⟨∂L/∂θ, u⟩,   h = 1e-2,
+// which weighs every entry of the gradient at once. Compared relative to
+// Σ|g|, the size ⟨g, u⟩ could have, with tolerance 2e-3: a sign error gives
+// 2 |⟨g, u⟩|, a factor of 2 gives |⟨g, u⟩|, a transposed or misplaced
+// gradient a different random sum of the same size; the reference stays
+// below 1.5e-4.
+inline void require_directional_derivatives(TinyTransformer& model, Generator& gen,
+                                            const std::function<double()>& loss, const std::string& label) {
+  std::vector<std::span<float>> params, grads;
+  std::vector<std::string> names;
+  for_each_tensor(model.params, [&](const std::string& n, std::span<float> t) {
+    names.push_back(n);
+    params.push_back(t);
+  });
+  for_each_tensor(model.grads, [&](const std::string&, std::span<float> t) { grads.push_back(t); });
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::vector<float> u(params[k].size());
+    double analytic = 0.0, norm1 = 0.0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      u[i] = gen.random() % 2 ? 1.0f : -1.0f;
+      analytic += double(grads[k][i]) * u[i];
+      norm1 += std::abs(double(grads[k][i]));
+    }
+    const double numeric = directional_difference(params[k], u, 1e-2f, loss);
+    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], label,
+                     analytic, numeric, norm1));
+    CHECK(norm1 > 0.0);
+    CHECK(std::abs(analytic - numeric) <= 2e-3 * norm1);
+  }
+}
+
+}  // namespace sa::test
