@@ -17,6 +17,43 @@
 
 namespace sa::test {
 
+// The small model of the gradient checks: vocab 9, 7 positions, d_model 8,
+// 2 heads, 2 layers, d_ff 12, its weights re-drawn N(0, 0.3²) (larger than
+// the initialisation, so attention is far from uniform and every gradient
+// is well above float32 noise), and 3 random sequences of `seq` tokens with
+// random targets, all from Generator(seed) in that order.
+struct GradcheckModel {
+  Generator gen;
+  TinyTransformer model;
+  int64_t batch = 3;
+  std::vector<int64_t> ids, targets;
+};
+
+inline ModelConfig gradcheck_config(PositionEncoding position) {
+  ModelConfig cfg;
+  cfg.vocab = 9;
+  cfg.max_seq = 7;
+  cfg.d_model = 8;
+  cfg.n_heads = 2;
+  cfg.n_layers = 2;
+  cfg.d_ff = 12;
+  cfg.position = position;
+  return cfg;
+}
+
+inline GradcheckModel make_gradcheck_model(uint64_t seed, int64_t seq,
+                                           PositionEncoding position = PositionEncoding::learned) {
+  Generator gen(seed);
+  TinyTransformer model(gradcheck_config(position), gen);
+  for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
+    gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);
+  });
+  GradcheckModel m{std::move(gen), std::move(model), 3, {}, {}};
+  m.ids = m.gen.randint(0, 9, m.batch * seq);
+  m.targets = m.gen.randint(0, 9, m.batch * seq);
+  return m;
+}
+
 // For a model whose gradients are in model.grads, and for a random ±1
 // direction u per tensor (drawn from gen),
 //   (L(θ + h u) − L(θ − h u)) / 2h  ≈  ⟨∂L/∂θ, u⟩,   h = 1e-2,
@@ -48,6 +85,18 @@ inline void require_directional_derivatives(TinyTransformer& model, Generator& g
     CHECK(norm1 > 0.0);
     CHECK(std::abs(analytic - numeric) <= 2e-3 * norm1);
   }
+}
+
+// The whole check for a model without dropout: forward, loss, backward,
+// then require_directional_derivatives on that loss.
+inline void require_model_gradients(GradcheckModel& m, const std::string& label) {
+  auto loss = [&] {
+    m.model.forward(m.ids, m.batch);
+    return double(m.model.loss(m.targets));
+  };
+  loss();
+  m.model.backward();
+  require_directional_derivatives(m.model, m.gen, loss, label);
 }
 
 }  // namespace sa::test

@@ -236,31 +236,9 @@ TEST_CASE("model with RoPE: every parameter's gradient agrees with finite differ
   // re-drawn N(0, 0.3²) so attention is far from uniform. A backward that
   // forgot to un-rotate dQ and dK, or turned them the wrong way, gives W_q
   // and W_k a gradient of the wrong direction.
-  ModelConfig cfg;
-  cfg.vocab = 9;
-  cfg.max_seq = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
-  cfg.position = PositionEncoding::rope;
-  Generator gen(705);
-  TinyTransformer model(cfg, gen);
-  for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
-    gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);
-  });
-  const int64_t batch = 3, seq = 7;
-  const std::vector<int64_t> ids = gen.randint(0, cfg.vocab, batch * seq);
-  std::vector<int64_t> targets = gen.randint(0, cfg.vocab, batch * seq);
-  targets[0] = targets[8] = kIgnore;
-  model.forward(ids, batch);
-  model.loss(targets);
-  model.backward();
-  auto loss = [&] {
-    model.forward(ids, batch);
-    return double(model.loss(targets));
-  };
-  require_directional_derivatives(model, gen, loss, " with RoPE");
+  GradcheckModel m = make_gradcheck_model(705, 7, PositionEncoding::rope);
+  m.targets[0] = m.targets[8] = kIgnore;
+  require_model_gradients(m, " with RoPE");
 }
 
 TEST_CASE("models without a position table: no 'pos' tensor, Adam trains them, checkpoints refuse them",

@@ -516,34 +516,10 @@ TEST_CASE("model: the training forward (only the rows the loss needs) changes no
 }
 
 TEST_CASE("model: every parameter's gradient agrees with finite differences", "[ch07][model]") {
-  // One directional derivative per tensor (require_directional_derivatives).
-  // The weights are re-drawn larger than the initialisation (N(0, 0.3²)) so attention is far
-  // from uniform and every gradient is well above float32 noise.
-  ModelConfig cfg;
-  cfg.vocab = 9;
-  cfg.max_seq = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
-  Generator gen(704);
-  TinyTransformer model(cfg, gen);
-  for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
-    gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);
-  });
-  const int64_t batch = 3, seq = 6;
-  const std::vector<int64_t> ids = gen.randint(0, cfg.vocab, batch * seq);
-  std::vector<int64_t> targets = gen.randint(0, cfg.vocab, batch * seq);
-  targets[0] = targets[7] = kIgnore;
-
-  model.forward(ids, batch);
-  model.loss(targets);
-  model.backward();
-  auto loss = [&] {
-    model.forward(ids, batch);
-    return double(model.loss(targets));
-  };
-  require_directional_derivatives(model, gen, loss, "");
+  // One directional derivative per tensor (model_gradcheck.hpp).
+  GradcheckModel m = make_gradcheck_model(704, 6);
+  m.targets[0] = m.targets[7] = kIgnore;
+  require_model_gradients(m, "");
 }
 
 TEST_CASE("model: 10 Adam steps follow PyTorch's losses and weights", "[ch07][model]") {
@@ -722,21 +698,12 @@ TEST_CASE("model: with attention dropout, every parameter's gradient agrees with
           "[ch07][model]") {
   // The directional check of the model test above, with p = 0.3 in every
   // block and the mask held fixed: each forward starts from Generator(709).
-  ModelConfig cfg;
-  cfg.vocab = 9;
-  cfg.max_seq = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
-  Generator gen(708);
-  TinyTransformer model(cfg, gen);
-  for_each_tensor(model.params, [&](const std::string&, std::span<float> t) {
-    gen.normal_(t.data(), int64_t(t.size()), 0.0, 0.3);
-  });
-  const int64_t batch = 3, seq = 6;
-  const std::vector<int64_t> ids = gen.randint(0, cfg.vocab, batch * seq);
-  const std::vector<int64_t> targets = gen.randint(0, cfg.vocab, batch * seq);
+  GradcheckModel m = make_gradcheck_model(708, 6);
+  TinyTransformer& model = m.model;
+  Generator& gen = m.gen;
+  const std::vector<int64_t>& ids = m.ids;
+  const std::vector<int64_t>& targets = m.targets;
+  const int64_t batch = m.batch;
   Generator draws(709);
   auto loss = [&] {
     draws = Generator(709);
