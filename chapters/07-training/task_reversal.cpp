@@ -64,6 +64,14 @@ void save_and_verify(const Checkpoint& ckpt, const std::string& path, TinyTransf
 
 namespace {
 
+// What task 1 is and how its model is built and trained, from the options
+// (reversal_setup below).
+struct ReversalSetup {
+  ReversalTask task;
+  ModelConfig cfg;
+  AdamConfig adam_cfg;
+};
+
 struct EpochRecord {
   double loss, test_loss, train_acc, test_acc, seconds;
 };
@@ -108,14 +116,13 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
 
 // Step "One training step, taken apart": on a twin of the model (same seed,
 // same weights), so the real training run stays step for step PyTorch's.
-void show_one_training_step(const Options& o, uint64_t seed, const ModelConfig& cfg, const AdamConfig& adam_cfg,
-                            const ReversalData& train, const ReversalTask& task, std::vector<int64_t>& ids,
-                            std::vector<int64_t>& targets) {
+void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup& setup, const ReversalData& train) {
+  const ReversalTask& task = setup.task;
   const int64_t T = task.input_len(), D = task.digits;
   Generator twin_gen(seed);
-  TinyTransformer demo(cfg, twin_gen);
-  Adam demo_adam(demo.params, demo.grads, adam_cfg);
-  std::vector<int64_t> idx(size_t(std::min(o.batch, o.train)));
+  TinyTransformer demo(setup.cfg, twin_gen);
+  Adam demo_adam(demo.params, demo.grads, setup.adam_cfg);
+  std::vector<int64_t> idx(size_t(std::min(o.batch, o.train))), ids, targets;
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i);
   make_batch(train, idx, task, ids, targets);
   const int64_t B = int64_t(idx.size());
@@ -448,254 +455,10 @@ void draw_reversal_figures(Figures& figures, const Options& o, const TinyTransfo
   });
 
 }
-}  // namespace
 
-void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step) {
-  ReversalTask task;
-  task.digits = o.digits;
-  task.vocab = o.vocab;
-  ModelConfig cfg;
-  cfg.vocab = o.vocab;
-  cfg.max_seq = task.sample_len();
-  cfg.d_model = o.d_model;
-  cfg.n_heads = o.heads;
-  cfg.n_layers = o.layers;
-  cfg.d_ff = 4 * o.d_model;
-  cfg.validate();  // refuses d_model not divisible by heads, before anything prints
-  if (o.sample >= o.test)
-    throw UsageError(fmt::format("--sample {} but there are only {} held-out samples", o.sample, o.test));
-  AdamConfig adam_cfg;
-  adam_cfg.lr = o.lr;
-
-  const int64_t T = task.input_len(), D = task.digits;
-  fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
-             "{} epochs, seed {}{}\n",
-             D, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, cli.seed,
-             o.reversal_dropout() > 0 ? fmt::format(", attention dropout {}", o.reversal_dropout()) : "");
-
-  // One generator, used in the PyTorch twin's order: model, training data,
-  // held-out data, then one permutation per epoch.
-  Generator gen(cli.seed);
-  TinyTransformer model(cfg, gen);
-  const ReversalData train = make_reversal_data(gen, o.train, task);
-  const ReversalData test = make_reversal_data(gen, o.test, task);
-
-  // ---------------------------------------------------------------------
-  next_step("The task: reverse a sequence");
-  say(fmt::format("A sample is {} random tokens from 2..{}, the separator SEP (token 1), and the same tokens "
-                  "reversed. The model reads all but the last token and predicts the next one at every "
-                  "position; only the {} predictions after SEP count.",
-                  D, o.vocab - 1, D));
-  for (int64_t i = 0; i < std::min<int64_t>(3, o.train); ++i) {
-    const auto s = train.sample(i);
-    fmt::print("  sample {}  {}\n", i, join_tokens(s));
-  }
-  std::vector<int64_t> ids, targets;
-  {
-    const std::vector<int64_t> first{0};
-    make_batch(train, first, task, ids, targets);
-    std::vector<std::string> shown_targets;
-    for (int64_t t : targets) shown_targets.push_back(t == kIgnore ? "-" : token_label(t));
-    fmt::print("  input     {}\n", join_tokens(ids));
-    fmt::print("  target    {}    (- = kIgnore: not in the loss)\n", fmt::join(shown_targets, " "));
-  }
-  print_shape("training set", {o.train, task.sample_len()});
-  print_shape("held-out set", {o.test, task.sample_len()});
-  print_shape("one batch of inputs", {o.batch, T}, "(batch, seq)");
-
-  // ---------------------------------------------------------------------
-  next_step("The model and its parameters");
-  fmt::print("  ids -> token embedding + position embedding   (batch, {}, {})\n", T, o.d_model);
-  fmt::print("  {} x pre-norm block:\n", o.layers);
-  fmt::print("        x = x + W_o attention(LayerNorm(x) [W_q | W_k | W_v])   causal, {} heads of d_k {}\n", o.heads,
-             cfg.d_k());
-  fmt::print("        x = x + W2 GELU(W1 LayerNorm(x) + b1) + b2               d_ff {}\n", cfg.d_ff);
-  fmt::print("  -> LayerNorm -> linear head                        logits (batch, {}, {})\n", T, o.vocab);
-  {
-    const std::vector<Shape> shapes = tensor_shapes(model.params);
-    size_t k = 0;
-    for_each_tensor(model.params, [&](const std::string& name, std::span<const float> t) {
-      const Shape& shape = shapes[k++];
-      if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;  // one block is enough
-      fmt::print("  {:<20} {:<10} {:>6}\n", name, shape_str(shape), t.size());
-    });
-  }
-  if (o.layers == 2) fmt::print("  (blocks.1 the same)\n");
-  if (o.layers > 2) fmt::print("  (blocks.1 .. blocks.{} the same)\n", o.layers - 1);
-  fmt::print("  {:<31} {:>6} parameters\n", "total", parameter_count(model.params));
-  say("Drawn from the generator in the order the PyTorch twin (tests/reference/ch07_training.py) creates "
-      "them: same seed, same initial weights, bit for bit. Attention weights start as N(0, 0.02^2), so "
-      "every score is near 0 and every head starts out almost uniform.");
-
-  // ---------------------------------------------------------------------
-  next_step("Before training");
-  const Score untrained = evaluate(model, test, task, ids, targets);
-  const std::vector<plot::Heatmap> untrained_panels = [&] {
-    std::vector<std::string> labels;
-    for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
-    return heatmap_panels(model, o.sample, labels);
-  }();
-  print_shape("logits", {o.test, D, o.vocab}, "(batch, reversed positions, vocab), the held-out set in one forward");
-  fmt::print("  held-out loss {:.4f}   (a uniform guess over the {} tokens: ln {} = {:.4f})\n", untrained.loss,
-             o.vocab, o.vocab, std::log(double(o.vocab)));
-  fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%)\n", untrained.percent(), 100.0 / double(o.vocab - 2));
-  {
-    const Matrix w = head_weights(model, 0, o.sample, 0);
-    fmt::print("  layer 0, head 0, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
-    fmt::print("    [{}]\n", fmt::join(std::vector<float>(w.row(D).data(), w.row(D).data() + D + 1), ", "));
-    say(fmt::format("Close to 1/{} = {:.4f} each: the causal mask lets query {} see {} keys, and the scores "
-                    "are all near zero.",
-                    D + 1, 1.0 / double(D + 1), D, D + 1));
-  }
-
-  // ---------------------------------------------------------------------
-  next_step("One training step, taken apart");
-  show_one_training_step(o, cli.seed, cfg, adam_cfg, train, task, ids, targets);
-
-  // ---------------------------------------------------------------------
-  next_step("Training");
-  const int64_t batches = (o.train + o.batch - 1) / o.batch;
-  say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
-                  "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
-                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.{}",
-                  o.epochs, batches, o.train - (batches - 1) * o.batch, D,
-                  o.reversal_dropout() > 0
-                      ? fmt::format(" Every step drops attention weights with p = {} (chapter 6), so its loss and "
-                                    "train accuracy are those of the model with weights missing; held-out "
-                                    "accuracy is measured with dropout off.",
-                                    o.reversal_dropout())
-                      : ""));
-  // A fresh Adam for the real run.
-  Adam adam(model.params, model.grads, adam_cfg);
-  Progress progress(o.epochs, batches);
-  std::vector<EpochRecord> history;
-  std::optional<int64_t> reached_99;
-  double reached_99_seconds = 0;
-  std::vector<int64_t> test_ids, test_targets;
-  const auto start = Clock::now();
-  int64_t steps = 0;
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
-    const std::vector<int64_t> perm = gen.randperm(o.train);
-    double loss_sum = 0;
-    int64_t correct = 0, counted = 0;
-    for (int64_t b = 0; b < batches; ++b) {
-      const int64_t begin = b * o.batch, end = std::min(o.train, begin + o.batch);
-      make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
-                 targets);
-      const StepStats s = train_step(model, adam, ids, targets, end - begin, {.p = o.reversal_dropout(), .gen = &gen});
-      if (!std::isfinite(s.loss))
-        throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
-      loss_sum += s.loss;
-      correct += s.correct;
-      counted += s.counted;
-      ++steps;
-      progress.update(epoch, b + 1, seconds_since(start), steps);
-    }
-    const Score held = evaluate(model, test, task, test_ids, test_targets);
-    const double elapsed = seconds_since(start);
-    history.push_back(
-        {loss_sum / double(batches), held.loss, 100.0 * double(correct) / double(counted), held.percent(), elapsed});
-    progress.clear();
-    fmt::print("  epoch {:3}/{}  loss {:.4f}  train {:6.2f}%  held-out {:6.2f}%  {:6.2f} s\n", epoch, o.epochs,
-               history.back().loss, history.back().train_acc, held.percent(), elapsed);
-    if (!reached_99 && held.percent() >= 99.0) {
-      reached_99 = epoch;
-      reached_99_seconds = elapsed;
-    }
-  }
-  const double train_seconds = seconds_since(start);
-  if (reached_99)
-    fmt::print("  held-out accuracy reached 99% at epoch {} ({:.2f} s); {} steps in {:.2f} s, {:.2f} ms a step\n",
-               *reached_99, reached_99_seconds, steps, train_seconds, 1e3 * train_seconds / double(steps));
-  else
-    fmt::print("  held-out accuracy did not reach 99% in {} epochs; {} steps in {:.2f} s\n", o.epochs, steps,
-               train_seconds);
-
-  // ---------------------------------------------------------------------
-  next_step("The trained model on unseen sequences");
-  show_generation(model, test, o, D);
-
-  // ---------------------------------------------------------------------
-  next_step("What each head learned");
-  const Score trained = evaluate(model, test, task, test_ids, test_targets);
-  const std::vector<HeadScore> heads = analyze_heads(model, o.test, task);
-  say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
-                  "position {} - p (the input token equal to the query's own, the source material's check), or on the "
-                  "source position {} - p (the token the query has to write next)? Over all {} held-out "
-                  "samples:",
-                  2 * D, 2 * D - 1, o.test));
-  fmt::print("  {:<16} {:>8}  {:<20}  {:>8}  {:<20}\n", "", "mirror", "", "source", "");
-  for (const HeadScore& s : heads)
-    fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer, s.head, 100 * s.mirror,
-               text_bar(s.mirror, 20), 100 * s.source, text_bar(s.source, 20));
-  {
-    const HeadScore* best = &heads.front();
-    for (const HeadScore& s : heads)
-      if (s.source > best->source) best = &s;
-    fmt::print("  held-out token accuracy {:.2f}%\n", trained.percent());
-    // A head that finds the source most of the time has learned to copy;
-    // after too few epochs none has, and the heatmap shows no anti-diagonal.
-    if (best->source >= 0.9)
-      say(fmt::format("Layer {}, head {} is the copying head: it attends to the source position {:.1f}% of "
-                      "the time. In the heatmap below it draws the anti-diagonal that reversal needs.",
-                      best->layer, best->head, 100 * best->source));
-    else
-      say(fmt::format("No head copies yet: the best, layer {}, head {}, attends to the source position only "
-                      "{:.1f}% of the time, and the heatmap below has no clear anti-diagonal. More epochs "
-                      "(--epochs) let the heads learn it.",
-                      best->layer, best->head, 100 * best->source));
-    const Matrix w = head_weights(model, best->layer, o.sample, best->head);
-    std::vector<std::string> labels;
-    for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
-    print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, o.sample), w,
-                   labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
-    say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
-                    "explained with task 2's table; 'uniform' is a head that learned nothing):"));
-    fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
-               "diagonal", "local 3", "class", "local 1", "class (window 1)");
-    print_analyzer_row("uniform, causal", "", uniform_weights(T, true));
-    for (int64_t l = 0; l < o.layers; ++l)
-      for (int64_t h = 0; h < o.heads; ++h)
-        print_analyzer_row(fmt::format("layer {}, head {}", l, h), "trained",
-                           head_weights(model, l, o.sample, h));
-  }
-  const std::vector<Ablation> ablations = ablate_heads(model, test, task, trained);
-
-  // ---------------------------------------------------------------------
-  next_step("Save the trained model: a checkpoint");
-  {
-    Checkpoint ckpt;
-    ckpt.config = cfg;
-    for (int64_t id = 0; id < o.vocab; ++id) ckpt.tokens.push_back(token_label(id));
-    ckpt.note = fmt::format("task 1, reversal of {} tokens: {} epochs from seed {}, held-out token accuracy {:.2f}%", D,
-                            o.epochs, cli.seed, trained.percent());
-    ckpt.params = model.params;
-    say("A safetensors file, which PyTorch and the Hugging Face tools read: the length of a JSON header that "
-        "gives each tensor's name, dtype, shape and place, and holds the configuration, the vocabulary, a note "
-        "and CRC-32s; then the parameters as little-endian float32. Reading it back checks each of those "
-        "before it trusts a single size (checkpoint.hpp).");
-    save_and_verify(ckpt, o.checkpoint_dir + "/reversal.safetensors", model, test_ids, o.test);
-    const auto s = test.sample(o.sample);
-    fmt::print("  look at it:  {} --checkpoint {} --text \"{}\" --layer 0 --head 0\n",
-               shown_path(sibling_program("07-training-analyze")),
-               shown_path(o.checkpoint_dir + "/reversal.safetensors"),
-               join_tokens(s.first(size_t(T))));
-  }
-
-  // ---------------------------------------------------------------------
-  next_step("Three ways to say where a token is");
-  say("Attention alone cannot tell [A, B, C] from [C, A, B]: permute the tokens and the weights permute with "
-      "them. The model above adds a learned row per position to each token (GPT-2's way). Chapter 1's fixed "
-      "sines and cosines can be added instead (the original Transformer's), with nothing to learn. Rotary "
-      "embeddings (RoPE, used by LLaMA and GPT-NeoX) add nothing: in every block they turn each pair of "
-      "features of Q and K by an angle proportional to the position (rope.hpp, an exercise).");
-  if (cfg.d_k() % 2 == 0) show_rope_relative_property(cli.seed, cfg);
-  const std::vector<PositionRun> position_runs =
-      compare_position_encodings(o, cli.seed, cfg, adam_cfg, train, test, task);
-
-  gap();
-  fmt::print("Drawing figures\n");
-  draw_reversal_figures(figures, o, model, test, T, D, untrained_panels, history, heads);
+void draw_ablation_and_position_figures(Figures& figures, const Options& o, const Score& trained,
+                                        const std::vector<Ablation>& ablations,
+                                        const std::vector<PositionRun>& position_runs) {
   figures.draw("head_ablation.png", [&](const std::string& path) {
     plot::BarChart c;
     c.title = "Held-out token accuracy with one head switched off";
@@ -727,6 +490,342 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
          plot::Series::Style::Dashed});
     return plot::lines(path, p);
   });
+}
+
+// ===========================================================================
+// Task 1's steps, in the order run_reversal calls them.
+// ===========================================================================
+
+// The task, the model's shape and Adam's settings, from the options;
+// refuses bad ones before anything prints.
+ReversalSetup reversal_setup(const Options& o) {
+  ReversalSetup s;
+  s.task.digits = o.digits;
+  s.task.vocab = o.vocab;
+  s.cfg.vocab = o.vocab;
+  s.cfg.max_seq = s.task.sample_len();
+  s.cfg.d_model = o.d_model;
+  s.cfg.n_heads = o.heads;
+  s.cfg.n_layers = o.layers;
+  s.cfg.d_ff = 4 * o.d_model;
+  s.cfg.validate();  // refuses d_model not divisible by heads, before anything prints
+  if (o.sample >= o.test)
+    throw UsageError(fmt::format("--sample {} but there are only {} held-out samples", o.sample, o.test));
+  s.adam_cfg.lr = o.lr;
+  return s;
+}
+
+void print_reversal_title(const Options& o, uint64_t seed) {
+  fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
+             "{} epochs, seed {}{}\n",
+             o.digits, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, seed,
+             o.reversal_dropout() > 0 ? fmt::format(", attention dropout {}", o.reversal_dropout()) : "");
+}
+
+// The tokens of held-out sample o.sample, as the figures and tables label them.
+std::vector<std::string> sample_labels(const Options& o, const ReversalData& test, int64_t T) {
+  std::vector<std::string> labels;
+  for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
+  return labels;
+}
+
+// Step "The task: reverse a sequence".
+void step_the_task(const Options& o, const ReversalTask& task, const ReversalData& train) {
+  const int64_t T = task.input_len(), D = task.digits;
+  say(fmt::format("A sample is {} random tokens from 2..{}, the separator SEP (token 1), and the same tokens "
+                  "reversed. The model reads all but the last token and predicts the next one at every "
+                  "position; only the {} predictions after SEP count.",
+                  D, o.vocab - 1, D));
+  for (int64_t i = 0; i < std::min<int64_t>(3, o.train); ++i) {
+    const auto s = train.sample(i);
+    fmt::print("  sample {}  {}\n", i, join_tokens(s));
+  }
+  std::vector<int64_t> ids, targets;
+  const std::vector<int64_t> first{0};
+  make_batch(train, first, task, ids, targets);
+  std::vector<std::string> shown_targets;
+  for (int64_t t : targets) shown_targets.push_back(t == kIgnore ? "-" : token_label(t));
+  fmt::print("  input     {}\n", join_tokens(ids));
+  fmt::print("  target    {}    (- = kIgnore: not in the loss)\n", fmt::join(shown_targets, " "));
+  print_shape("training set", {o.train, task.sample_len()});
+  print_shape("held-out set", {o.test, task.sample_len()});
+  print_shape("one batch of inputs", {o.batch, T}, "(batch, seq)");
+}
+
+// Step "The model and its parameters".
+void step_the_model(const Options& o, const ReversalSetup& setup, const TinyTransformer& model) {
+  const ModelConfig& cfg = setup.cfg;
+  const int64_t T = setup.task.input_len();
+  fmt::print("  ids -> token embedding + position embedding   (batch, {}, {})\n", T, o.d_model);
+  fmt::print("  {} x pre-norm block:\n", o.layers);
+  fmt::print("        x = x + W_o attention(LayerNorm(x) [W_q | W_k | W_v])   causal, {} heads of d_k {}\n", o.heads,
+             cfg.d_k());
+  fmt::print("        x = x + W2 GELU(W1 LayerNorm(x) + b1) + b2               d_ff {}\n", cfg.d_ff);
+  fmt::print("  -> LayerNorm -> linear head                        logits (batch, {}, {})\n", T, o.vocab);
+  const std::vector<Shape> shapes = tensor_shapes(model.params);
+  size_t k = 0;
+  for_each_tensor(model.params, [&](const std::string& name, std::span<const float> t) {
+    const Shape& shape = shapes[k++];
+    if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;  // one block is enough
+    fmt::print("  {:<20} {:<10} {:>6}\n", name, shape_str(shape), t.size());
+  });
+  if (o.layers == 2) fmt::print("  (blocks.1 the same)\n");
+  if (o.layers > 2) fmt::print("  (blocks.1 .. blocks.{} the same)\n", o.layers - 1);
+  fmt::print("  {:<31} {:>6} parameters\n", "total", parameter_count(model.params));
+  say("Drawn from the generator in the order the PyTorch twin (tests/reference/ch07_training.py) creates "
+      "them: same seed, same initial weights, bit for bit. Attention weights start as N(0, 0.02^2), so "
+      "every score is near 0 and every head starts out almost uniform.");
+}
+
+// Step "Before training": the untrained model on the held-out set. Returns
+// the heads' weights on the shown sample, for the before/after figure.
+std::vector<plot::Heatmap> step_before_training(const Options& o, const ReversalTask& task, TinyTransformer& model,
+                                                const ReversalData& test) {
+  const int64_t T = task.input_len(), D = task.digits;
+  std::vector<int64_t> ids, targets;
+  const Score untrained = evaluate(model, test, task, ids, targets);
+  const std::vector<plot::Heatmap> untrained_panels = heatmap_panels(model, o.sample, sample_labels(o, test, T));
+  print_shape("logits", {o.test, D, o.vocab}, "(batch, reversed positions, vocab), the held-out set in one forward");
+  fmt::print("  held-out loss {:.4f}   (a uniform guess over the {} tokens: ln {} = {:.4f})\n", untrained.loss,
+             o.vocab, o.vocab, std::log(double(o.vocab)));
+  fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%)\n", untrained.percent(), 100.0 / double(o.vocab - 2));
+  const Matrix w = head_weights(model, 0, o.sample, 0);
+  fmt::print("  layer 0, head 0, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
+  fmt::print("    [{}]\n", fmt::join(std::vector<float>(w.row(D).data(), w.row(D).data() + D + 1), ", "));
+  say(fmt::format("Close to 1/{} = {:.4f} each: the causal mask lets query {} see {} keys, and the scores "
+                  "are all near zero.",
+                  D + 1, 1.0 / double(D + 1), D, D + 1));
+  return untrained_panels;
+}
+
+// The training run's record: one line per epoch, and when held-out
+// accuracy first reached 99%.
+struct TrainingRun {
+  std::vector<EpochRecord> history;
+  std::optional<int64_t> reached_99;
+  double reached_99_seconds = 0;
+  int64_t steps = 0;
+  double seconds = 0;
+};
+
+// The real run: o.epochs passes over the training set, each in a fresh
+// order drawn from `gen` (the PyTorch twin's), printing one line per epoch.
+TrainingRun train_reversal_model(const Options& o, const ReversalSetup& setup, Generator& gen, TinyTransformer& model,
+                                 const ReversalData& train, const ReversalData& test) {
+  const ReversalTask& task = setup.task;
+  const int64_t batches = (o.train + o.batch - 1) / o.batch;
+  // A fresh Adam for the real run.
+  Adam adam(model.params, model.grads, setup.adam_cfg);
+  Progress progress(o.epochs, batches);
+  TrainingRun run;
+  std::vector<int64_t> ids, targets, test_ids, test_targets;
+  const auto start = Clock::now();
+  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    const std::vector<int64_t> perm = gen.randperm(o.train);
+    double loss_sum = 0;
+    int64_t correct = 0, counted = 0;
+    for (int64_t b = 0; b < batches; ++b) {
+      const int64_t begin = b * o.batch, end = std::min(o.train, begin + o.batch);
+      make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
+                 targets);
+      const StepStats s = train_step(model, adam, ids, targets, end - begin, {.p = o.reversal_dropout(), .gen = &gen});
+      if (!std::isfinite(s.loss))
+        throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
+      loss_sum += s.loss;
+      correct += s.correct;
+      counted += s.counted;
+      ++run.steps;
+      progress.update(epoch, b + 1, seconds_since(start), run.steps);
+    }
+    const Score held = evaluate(model, test, task, test_ids, test_targets);
+    const double elapsed = seconds_since(start);
+    run.history.push_back(
+        {loss_sum / double(batches), held.loss, 100.0 * double(correct) / double(counted), held.percent(), elapsed});
+    progress.clear();
+    fmt::print("  epoch {:3}/{}  loss {:.4f}  train {:6.2f}%  held-out {:6.2f}%  {:6.2f} s\n", epoch, o.epochs,
+               run.history.back().loss, run.history.back().train_acc, held.percent(), elapsed);
+    if (!run.reached_99 && held.percent() >= 99.0) {
+      run.reached_99 = epoch;
+      run.reached_99_seconds = elapsed;
+    }
+  }
+  run.seconds = seconds_since(start);
+  return run;
+}
+
+// Step "Training". Returns the per-epoch record, for the figures.
+std::vector<EpochRecord> step_training(const Options& o, const ReversalSetup& setup, Generator& gen,
+                                       TinyTransformer& model, const ReversalData& train, const ReversalData& test) {
+  const int64_t batches = (o.train + o.batch - 1) / o.batch;
+  say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
+                  "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
+                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.{}",
+                  o.epochs, batches, o.train - (batches - 1) * o.batch, setup.task.digits,
+                  o.reversal_dropout() > 0
+                      ? fmt::format(" Every step drops attention weights with p = {} (chapter 6), so its loss and "
+                                    "train accuracy are those of the model with weights missing; held-out "
+                                    "accuracy is measured with dropout off.",
+                                    o.reversal_dropout())
+                      : ""));
+  TrainingRun run = train_reversal_model(o, setup, gen, model, train, test);
+  if (run.reached_99)
+    fmt::print("  held-out accuracy reached 99% at epoch {} ({:.2f} s); {} steps in {:.2f} s, {:.2f} ms a step\n",
+               *run.reached_99, run.reached_99_seconds, run.steps, run.seconds, 1e3 * run.seconds / double(run.steps));
+  else
+    fmt::print("  held-out accuracy did not reach 99% in {} epochs; {} steps in {:.2f} s\n", o.epochs, run.steps,
+               run.seconds);
+  return std::move(run.history);
+}
+
+// Step "What each head learned", part 1: for every head, how often its
+// largest weight falls on the mirror position and on the source position.
+void print_head_scores(const std::vector<HeadScore>& heads, int64_t D, int64_t test_count) {
+  say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
+                  "position {} - p (the input token equal to the query's own, the source material's check), or on the "
+                  "source position {} - p (the token the query has to write next)? Over all {} held-out "
+                  "samples:",
+                  2 * D, 2 * D - 1, test_count));
+  fmt::print("  {:<16} {:>8}  {:<20}  {:>8}  {:<20}\n", "", "mirror", "", "source", "");
+  for (const HeadScore& s : heads)
+    fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer, s.head, 100 * s.mirror,
+               text_bar(s.mirror, 20), 100 * s.source, text_bar(s.source, 20));
+}
+
+// Step "What each head learned", part 2: the head that finds the source
+// most often, named and shown on the sample.
+void show_copying_head(const Options& o, const std::vector<HeadScore>& heads, const TinyTransformer& model,
+                       const ReversalData& test, int64_t T) {
+  const HeadScore* best = &heads.front();
+  for (const HeadScore& s : heads)
+    if (s.source > best->source) best = &s;
+  // A head that finds the source most of the time has learned to copy;
+  // after too few epochs none has, and the heatmap shows no anti-diagonal.
+  if (best->source >= 0.9)
+    say(fmt::format("Layer {}, head {} is the copying head: it attends to the source position {:.1f}% of "
+                    "the time. In the heatmap below it draws the anti-diagonal that reversal needs.",
+                    best->layer, best->head, 100 * best->source));
+  else
+    say(fmt::format("No head copies yet: the best, layer {}, head {}, attends to the source position only "
+                    "{:.1f}% of the time, and the heatmap below has no clear anti-diagonal. More epochs "
+                    "(--epochs) let the heads learn it.",
+                    best->layer, best->head, 100 * best->source));
+  const Matrix w = head_weights(model, best->layer, o.sample, best->head);
+  const std::vector<std::string> labels = sample_labels(o, test, T);
+  print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, o.sample), w,
+                 labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
+}
+
+// Step "What each head learned", part 3: the pattern analyzer's numbers for
+// every head on the sample, against a uniform causal head.
+void print_reversal_analyzer_rows(const Options& o, const TinyTransformer& model, int64_t T) {
+  say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
+                  "explained with task 2's table; 'uniform' is a head that learned nothing):"));
+  fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
+             "diagonal", "local 3", "class", "local 1", "class (window 1)");
+  print_analyzer_row("uniform, causal", "", uniform_weights(T, true));
+  for (int64_t l = 0; l < o.layers; ++l)
+    for (int64_t h = 0; h < o.heads; ++h)
+      print_analyzer_row(fmt::format("layer {}, head {}", l, h), "trained", head_weights(model, l, o.sample, h));
+}
+
+// What step "What each head learned" found, for the figures and the checkpoint.
+struct LearnedHeads {
+  Score trained;                  // held-out score of the trained model
+  std::vector<HeadScore> heads;   // where each head looks
+  std::vector<Ablation> ablations;
+};
+
+// Step "What each head learned".
+LearnedHeads step_what_each_head_learned(const Options& o, const ReversalTask& task, TinyTransformer& model,
+                                         const ReversalData& test) {
+  LearnedHeads learned;
+  std::vector<int64_t> ids, targets;
+  learned.trained = evaluate(model, test, task, ids, targets);
+  learned.heads = analyze_heads(model, o.test, task);
+  print_head_scores(learned.heads, task.digits, o.test);
+  fmt::print("  held-out token accuracy {:.2f}%\n", learned.trained.percent());
+  show_copying_head(o, learned.heads, model, test, task.input_len());
+  print_reversal_analyzer_rows(o, model, task.input_len());
+  learned.ablations = ablate_heads(model, test, task, learned.trained);
+  return learned;
+}
+
+// Step "Save the trained model: a checkpoint".
+void step_save_checkpoint(const Options& o, uint64_t seed, const ReversalSetup& setup, TinyTransformer& model,
+                          const ReversalData& test, const Score& trained) {
+  const ReversalTask& task = setup.task;
+  Checkpoint ckpt;
+  ckpt.config = setup.cfg;
+  for (int64_t id = 0; id < o.vocab; ++id) ckpt.tokens.push_back(token_label(id));
+  ckpt.note = fmt::format("task 1, reversal of {} tokens: {} epochs from seed {}, held-out token accuracy {:.2f}%",
+                          task.digits, o.epochs, seed, trained.percent());
+  ckpt.params = model.params;
+  say("A safetensors file, which PyTorch and the Hugging Face tools read: the length of a JSON header that "
+      "gives each tensor's name, dtype, shape and place, and holds the configuration, the vocabulary, a note "
+      "and CRC-32s; then the parameters as little-endian float32. Reading it back checks each of those "
+      "before it trusts a single size (checkpoint.hpp).");
+  // The held-out set as one batch, as evaluate lays it out: the logits of
+  // the model saved and of the model read back are compared on it.
+  std::vector<int64_t> all(size_t(o.test)), test_ids, test_targets;
+  for (int64_t i = 0; i < o.test; ++i) all[size_t(i)] = i;
+  make_batch(test, all, task, test_ids, test_targets);
+  save_and_verify(ckpt, o.checkpoint_dir + "/reversal.safetensors", model, test_ids, o.test);
+  const auto s = test.sample(o.sample);
+  fmt::print("  look at it:  {} --checkpoint {} --text \"{}\" --layer 0 --head 0\n",
+             shown_path(sibling_program("07-training-analyze")),
+             shown_path(o.checkpoint_dir + "/reversal.safetensors"), join_tokens(s.first(size_t(task.input_len()))));
+}
+
+// Step "Three ways to say where a token is": RoPE's relative property, then
+// the task trained once per position encoding.
+std::vector<PositionRun> step_position_encodings(const Options& o, uint64_t seed, const ReversalSetup& setup,
+                                                 const ReversalData& train, const ReversalData& test) {
+  say("Attention alone cannot tell [A, B, C] from [C, A, B]: permute the tokens and the weights permute with "
+      "them. The model above adds a learned row per position to each token (GPT-2's way). Chapter 1's fixed "
+      "sines and cosines can be added instead (the original Transformer's), with nothing to learn. Rotary "
+      "embeddings (RoPE, used by LLaMA and GPT-NeoX) add nothing: in every block they turn each pair of "
+      "features of Q and K by an angle proportional to the position (rope.hpp, an exercise).");
+  if (setup.cfg.d_k() % 2 == 0) show_rope_relative_property(seed, setup.cfg);
+  return compare_position_encodings(o, seed, setup.cfg, setup.adam_cfg, train, test, setup.task);
+}
+
+}  // namespace
+
+void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step) {
+  const ReversalSetup setup = reversal_setup(o);
+  const int64_t T = setup.task.input_len(), D = setup.task.digits;
+  print_reversal_title(o, cli.seed);
+
+  // One generator, used in the PyTorch twin's order: model, training data,
+  // held-out data, then one permutation per epoch.
+  Generator gen(cli.seed);
+  TinyTransformer model(setup.cfg, gen);
+  const ReversalData train = make_reversal_data(gen, o.train, setup.task);
+  const ReversalData test = make_reversal_data(gen, o.test, setup.task);
+
+  next_step("The task: reverse a sequence");
+  step_the_task(o, setup.task, train);
+  next_step("The model and its parameters");
+  step_the_model(o, setup, model);
+  next_step("Before training");
+  const std::vector<plot::Heatmap> untrained_panels = step_before_training(o, setup.task, model, test);
+  next_step("One training step, taken apart");
+  show_one_training_step(o, cli.seed, setup, train);
+  next_step("Training");
+  const std::vector<EpochRecord> history = step_training(o, setup, gen, model, train, test);
+  next_step("The trained model on unseen sequences");
+  show_generation(model, test, o, D);
+  next_step("What each head learned");
+  const LearnedHeads learned = step_what_each_head_learned(o, setup.task, model, test);
+  next_step("Save the trained model: a checkpoint");
+  step_save_checkpoint(o, cli.seed, setup, model, test, learned.trained);
+  next_step("Three ways to say where a token is");
+  const std::vector<PositionRun> position_runs = step_position_encodings(o, cli.seed, setup, train, test);
+
+  gap();
+  fmt::print("Drawing figures\n");
+  draw_reversal_figures(figures, o, model, test, T, D, untrained_panels, history, learned.heads);
+  draw_ablation_and_position_figures(figures, o, learned.trained, learned.ablations, position_runs);
 }
 
 }  // namespace sa::ch7
