@@ -323,87 +323,86 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
   });
 }
 
-}  // namespace
+// ===========================================================================
+// Task 2's steps, in the order run_corpus calls them.
+// ===========================================================================
 
-void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step) {
-  const Corpus& corpus = input.corpus;
-  const std::vector<int64_t>& text_ids = input.text_ids;
-  const int64_t n = int64_t(text_ids.size());
-  const CorpusSplit split = split_corpus(corpus, 8);
-  std::vector<std::string> labels;
-  for (int64_t id : text_ids) labels.push_back(corpus.vocab.word(id));
-  const std::string quoted = fmt::format("\"{}\"", fmt::join(labels, " "));
-
+void print_corpus_title(const Options& o, const Corpus& corpus, uint64_t seed) {
   gap();
   fmt::print("Task 2: next-token prediction on {} ({} sentences), d_model {}, 1 layer, batch {}, Adam lr {}, "
              "attention dropout {}, {} epochs, seed {}\n",
              shown_path(o.corpus), corpus.sentences.size(), o.corpus_d_model, o.corpus_batch, o.corpus_lr,
-             o.corpus_dropout(), o.corpus_epochs, cli.seed);
+             o.corpus_dropout(), o.corpus_epochs, seed);
+}
 
-  // ---------------------------------------------------------------------
-  next_step("The corpus: predict every next word");
-  {
-    std::map<size_t, int64_t> lengths;
-    for (const auto& s : corpus.sentences) ++lengths[s.size()];
-    std::string length_list;
-    for (const auto& [len, count] : lengths) length_list += fmt::format("{}{} x {}", length_list.empty() ? "" : ", ", count, len);
-    fmt::print("  {} sentences of {} to {} tokens with the end token '.' (count x tokens: {})\n",
-               corpus.sentences.size(), lengths.begin()->first, lengths.rbegin()->first, length_list);
-    std::vector<std::string> words;
-    for (int64_t i = 0; i < corpus.vocab.size(); ++i) words.push_back(corpus.vocab.word(i));
-    fmt::print("  vocabulary ({} words, ids by first appearance): {}\n", corpus.vocab.size(), fmt::join(words, " "));
-    fmt::print("  training {} sentences, held-out {} (every 8th: {}, ...)\n", split.train.size(),
-               split.held_out.size(), [&] {
-                 std::vector<std::string> w;
-                 for (int64_t id : corpus.sentences[size_t(split.held_out[0])]) w.push_back(corpus.vocab.word(id));
-                 return fmt::format("\"{}\"", fmt::join(w, " "));
-               }());
-    const auto& first = corpus.sentences[0];
-    std::vector<std::string> in, out;
-    for (size_t p = 0; p + 1 < first.size(); ++p) {
-      in.push_back(fmt::format("{:>5}", corpus.vocab.word(first[p])));
-      out.push_back(fmt::format("{:>5}", corpus.vocab.word(first[p + 1])));
-    }
-    fmt::print("  input   {}\n  target  {}\n", fmt::join(in, " "), fmt::join(out, " "));
-    const int64_t T0 = int64_t(first.size()) - 1;
-    print_shape(fmt::format("a batch of {} such sentences, inputs", o.corpus_batch), {o.corpus_batch, T0},
-                "(batch, seq): all of one length");
-    print_shape("its targets", {o.corpus_batch, T0});
-    say("Every position predicts the word after it, and every prediction counts. A batch holds sentences of one "
-        "length, so no padding is needed. Some of the next words can be known (after 'sat' comes 'on'), some "
-        "cannot (after 'the' comes one of six animals or an adjective, anyone's guess): no model reaches 100% "
-        "here, unless it cheats.");
+// Step "The corpus: predict every next word".
+void step_the_corpus(const Options& o, const Corpus& corpus, const CorpusSplit& split) {
+  std::map<size_t, int64_t> lengths;
+  for (const auto& s : corpus.sentences) ++lengths[s.size()];
+  std::string length_list;
+  for (const auto& [len, count] : lengths) length_list += fmt::format("{}{} x {}", length_list.empty() ? "" : ", ", count, len);
+  fmt::print("  {} sentences of {} to {} tokens with the end token '.' (count x tokens: {})\n",
+             corpus.sentences.size(), lengths.begin()->first, lengths.rbegin()->first, length_list);
+  std::vector<std::string> words;
+  for (int64_t i = 0; i < corpus.vocab.size(); ++i) words.push_back(corpus.vocab.word(i));
+  fmt::print("  vocabulary ({} words, ids by first appearance): {}\n", corpus.vocab.size(), fmt::join(words, " "));
+  fmt::print("  training {} sentences, held-out {} (every 8th: {}, ...)\n", split.train.size(),
+             split.held_out.size(), [&] {
+               std::vector<std::string> w;
+               for (int64_t id : corpus.sentences[size_t(split.held_out[0])]) w.push_back(corpus.vocab.word(id));
+               return fmt::format("\"{}\"", fmt::join(w, " "));
+             }());
+  const auto& first = corpus.sentences[0];
+  std::vector<std::string> in, out;
+  for (size_t p = 0; p + 1 < first.size(); ++p) {
+    in.push_back(fmt::format("{:>5}", corpus.vocab.word(first[p])));
+    out.push_back(fmt::format("{:>5}", corpus.vocab.word(first[p + 1])));
   }
+  fmt::print("  input   {}\n  target  {}\n", fmt::join(in, " "), fmt::join(out, " "));
+  const int64_t T0 = int64_t(first.size()) - 1;
+  print_shape(fmt::format("a batch of {} such sentences, inputs", o.corpus_batch), {o.corpus_batch, T0},
+              "(batch, seq): all of one length");
+  print_shape("its targets", {o.corpus_batch, T0});
+  say("Every position predicts the word after it, and every prediction counts. A batch holds sentences of one "
+      "length, so no padding is needed. Some of the next words can be known (after 'sat' comes 'on'), some "
+      "cannot (after 'the' comes one of six animals or an adjective, anyone's guess): no model reaches 100% "
+      "here, unless it cheats.");
+}
 
-  // ---------------------------------------------------------------------
-  next_step("Three models: one head or four, bidirectional or causal");
-  std::vector<CorpusModel> models = make_corpus_models(o, corpus, cli.seed);
-  {
-    const int64_t H = o.corpus_heads;
-    for (const CorpusModel& m : models) {
-      const ModelConfig& c = m.cfg;
-      fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", m.name, c.d_k(),
-                 c.causal ? "causal" : "none (all keys)", parameter_count(m.model->params));
-    }
-    say(fmt::format("The source material's three setups, on the model of task 1 with one block: token and position "
-                    "embeddings, one pre-norm block (attention, then the feed-forward), the head. The two "
-                    "{}-head models start from identical weights and see identical batches; only the mask "
-                    "differs. For a sentence of {} tokens the masks are:",
-                    H, n));
-    Matrix full = Matrix::Ones(n, n), lower = Matrix::Zero(n, n);
-    const Mask cm = causal_mask(n);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) lower(i, j) = cm(i, j) ? 1.0f : 0.0f;
-    print_labelled("bidirectional: every query sees every key", full, labels, labels, {.precision = 0});
-    print_labelled("causal: query i sees keys 0..i (chapter 5)", lower, labels, labels, {.precision = 0});
-    say("With a next-token loss, the bidirectional mask hands position i the very word it must predict: it sits "
-        "at key i + 1. The source material trains bidirectional models this way; we do the same, and then check what they "
-        "learned.");
+// Step "Three models: one head or four, bidirectional or causal". Returns
+// them untrained, with each head's weights on --text.
+std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpus, uint64_t seed,
+                                           const std::vector<int64_t>& text_ids,
+                                           const std::vector<std::string>& labels) {
+  std::vector<CorpusModel> models = make_corpus_models(o, corpus, seed);
+  const int64_t n = int64_t(text_ids.size());
+  const int64_t H = o.corpus_heads;
+  for (const CorpusModel& m : models) {
+    const ModelConfig& c = m.cfg;
+    fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", m.name, c.d_k(),
+               c.causal ? "causal" : "none (all keys)", parameter_count(m.model->params));
   }
+  say(fmt::format("The source material's three setups, on the model of task 1 with one block: token and position "
+                  "embeddings, one pre-norm block (attention, then the feed-forward), the head. The two "
+                  "{}-head models start from identical weights and see identical batches; only the mask "
+                  "differs. For a sentence of {} tokens the masks are:",
+                  H, n));
+  Matrix full = Matrix::Ones(n, n), lower = Matrix::Zero(n, n);
+  const Mask cm = causal_mask(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) lower(i, j) = cm(i, j) ? 1.0f : 0.0f;
+  print_labelled("bidirectional: every query sees every key", full, labels, labels, {.precision = 0});
+  print_labelled("causal: query i sees keys 0..i (chapter 5)", lower, labels, labels, {.precision = 0});
+  say("With a next-token loss, the bidirectional mask hands position i the very word it must predict: it sits "
+      "at key i + 1. The source material trains bidirectional models this way; we do the same, and then check what they "
+      "learned.");
   for (CorpusModel& m : models) m.untrained = weights_on(*m.model, text_ids);
+  return models;
+}
 
-  // ---------------------------------------------------------------------
-  next_step("Training the three models");
+// Step "Training the three models", then what dropout did to them.
+void step_training_the_models(const Options& o, const Corpus& corpus, const CorpusSplit& split,
+                              const std::vector<int64_t>& text_ids, uint64_t seed, std::vector<CorpusModel>& models) {
   say(fmt::format("{} epochs each over the {} training sentences, batches of at most {} sentences of one length, "
                   "Adam lr {}, {}. Loss: mean over the epoch's steps{}; held-out accuracy: every next word of the {} "
                   "held-out sentences, the whole sentence in the input (as in training), dropout off.",
@@ -418,10 +417,13 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
     train_corpus_model(m, corpus, split, o, o.corpus_dropout(), true);
     m.trained = weights_on(*m.model, text_ids);
   }
-  compare_dropout(models, o, corpus, split, cli.seed);
+  compare_dropout(models, o, corpus, split, seed);
+}
 
-  // ---------------------------------------------------------------------
-  next_step("Bidirectional next-word prediction cheats");
+// Step "Bidirectional next-word prediction cheats", part 1: each model's
+// scores with the whole sentence in view and with the prefix only, against
+// lookup tables of the training sentences.
+void print_cheat_table(const std::vector<CorpusModel>& models, const Corpus& corpus, const CorpusSplit& split) {
   fmt::print("  {:<26} {:>7}   {:>24}   {:>24}\n", "", "train", "held-out, whole sentence", "held-out, prefix only");
   fmt::print("  {:<26} {:>7}   {:>10} {:>13}   {:>10} {:>13}\n", "model", "loss", "loss", "accuracy", "loss",
              "accuracy");
@@ -436,42 +438,52 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   say("'whole sentence': the model reads the sentence and predicts every next word at once, as in training. "
       "'prefix only': the word at position t + 1 is predicted from words 0..t alone, as a model that writes "
       "text must. For the causal model the two are the same numbers by construction.");
-  {
-    // The claims of this paragraph, from this run's numbers (another
-    // corpus, seed or epoch count can overturn any of them).
-    const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
-    double honest = causal.held_score.percent();
-    for (const int64_t k : {int64_t(1), int64_t(2), int64_t(3), corpus.max_len()})
-      honest = std::max(honest, ngram_accuracy(corpus, split.train, split.held_out, k));
-    const bool cheat_wins = std::min(single.held_score.percent(), bi.held_score.percent()) > honest;
-    const bool prefix_falls = single.prefix_score.percent() < single.held_score.percent() &&
-                              bi.prefix_score.percent() < bi.held_score.percent();
-    const bool prefix_worse_loss = std::min(single.prefix_score.loss, bi.prefix_score.loss) > causal.held_score.loss;
-    std::string text =
-        cheat_wins
-            ? fmt::format("With the sentence in view both bidirectional models score above every honest predictor "
-                          "here ({:.2f}% and {:.2f}%, against at most {:.2f}% for the lookup tables and the causal "
-                          "model): the word to predict is in their input, at key t + 1, and their heads learned to "
-                          "look there.",
-                          single.held_score.percent(), bi.held_score.percent(), honest)
-            : fmt::format("With the sentence in view the bidirectional models score {:.2f}% and {:.2f}%, not both "
-                          "above the best honest predictor here ({:.2f}%): in this run the word at key t + 1, "
-                          "which is in their input, did not carry them past it.",
-                          single.held_score.percent(), bi.held_score.percent(), honest);
-    if (prefix_falls)
-      text += fmt::format(" Without it (prefix only) their accuracy falls to {:.2f}% and {:.2f}%, what the current "
-                          "word and the earlier ones say without the answer{}",
-                          single.prefix_score.percent(), bi.prefix_score.percent(),
-                          prefix_worse_loss
-                              ? fmt::format(", and their loss ({:.4f}, {:.4f}) is worse than the causal model's "
-                                            "{:.4f}: they are confidently wrong where they used to read the answer.",
-                                            single.prefix_score.loss, bi.prefix_score.loss, causal.held_score.loss)
-                              : ".");
-    else
-      text += " Without it (prefix only) their accuracy does not fall: they did not rely on the next word.";
-    say(text + " The mean weight their queries put on the next token, the answer (uniform attention would give "
-               "1/n):");
-  }
+}
+
+// Step "Bidirectional next-word prediction cheats", part 2: whether the
+// bidirectional models beat every honest predictor, and whether they fall
+// without the next word.
+void say_whether_bidirectional_cheats(const std::vector<CorpusModel>& models, const Corpus& corpus,
+                                      const CorpusSplit& split) {
+  // The claims of this paragraph, from this run's numbers (another
+  // corpus, seed or epoch count can overturn any of them).
+  const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
+  double honest = causal.held_score.percent();
+  for (const int64_t k : {int64_t(1), int64_t(2), int64_t(3), corpus.max_len()})
+    honest = std::max(honest, ngram_accuracy(corpus, split.train, split.held_out, k));
+  const bool cheat_wins = std::min(single.held_score.percent(), bi.held_score.percent()) > honest;
+  const bool prefix_falls = single.prefix_score.percent() < single.held_score.percent() &&
+                            bi.prefix_score.percent() < bi.held_score.percent();
+  const bool prefix_worse_loss = std::min(single.prefix_score.loss, bi.prefix_score.loss) > causal.held_score.loss;
+  std::string text =
+      cheat_wins
+          ? fmt::format("With the sentence in view both bidirectional models score above every honest predictor "
+                        "here ({:.2f}% and {:.2f}%, against at most {:.2f}% for the lookup tables and the causal "
+                        "model): the word to predict is in their input, at key t + 1, and their heads learned to "
+                        "look there.",
+                        single.held_score.percent(), bi.held_score.percent(), honest)
+          : fmt::format("With the sentence in view the bidirectional models score {:.2f}% and {:.2f}%, not both "
+                        "above the best honest predictor here ({:.2f}%): in this run the word at key t + 1, "
+                        "which is in their input, did not carry them past it.",
+                        single.held_score.percent(), bi.held_score.percent(), honest);
+  if (prefix_falls)
+    text += fmt::format(" Without it (prefix only) their accuracy falls to {:.2f}% and {:.2f}%, what the current "
+                        "word and the earlier ones say without the answer{}",
+                        single.prefix_score.percent(), bi.prefix_score.percent(),
+                        prefix_worse_loss
+                            ? fmt::format(", and their loss ({:.4f}, {:.4f}) is worse than the causal model's "
+                                          "{:.4f}: they are confidently wrong where they used to read the answer.",
+                                          single.prefix_score.loss, bi.prefix_score.loss, causal.held_score.loss)
+                            : ".");
+  else
+    text += " Without it (prefix only) their accuracy does not fall: they did not rely on the next word.";
+  say(text + " The mean weight their queries put on the next token, the answer (uniform attention would give "
+             "1/n):");
+}
+
+// Step "Bidirectional next-word prediction cheats", part 3: the weight the
+// bidirectional heads put on the next token, the answer.
+void print_next_token_weights(const std::vector<CorpusModel>& models) {
   for (const CorpusModel& m : models) {
     if (m.cfg.causal) continue;
     for (size_t h = 0; h < m.trained.size(); ++h)
@@ -479,13 +491,23 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
                  next_token_weight(m.untrained[h]), next_token_weight(m.trained[h]));
   }
   fmt::print("  {:<26} every head 0: the mask gives the next token weight exactly 0\n", models[2].name);
+}
+
+// Step "Bidirectional next-word prediction cheats".
+void step_bidirectional_cheats(const std::vector<CorpusModel>& models, const Corpus& corpus,
+                               const CorpusSplit& split) {
+  print_cheat_table(models, corpus, split);
+  say_whether_bidirectional_cheats(models, corpus, split);
+  print_next_token_weights(models);
   say("What a bidirectional model can learn honestly is a task whose answer is not in its input: fill in a "
       "hidden word from both sides (BERT's masked words), classify a whole sentence. Predicting the next word "
       "needs the causal mask, which is why the entropy and focus tables below are worth reading for the causal "
       "model, and a warning for the other two.");
+}
 
-  // ---------------------------------------------------------------------
-  next_step(fmt::format("What training did to each head, on {}", quoted));
+// Step "What training did to each head", part 1: entropy, focus and the
+// tallest bar of every head, before and after training.
+void print_entropy_focus_table(const std::vector<CorpusModel>& models, int64_t n) {
   say("Entropy (mean over the queries of -sum_j a_j ln a_j, nats) and focus (mean of each query's largest "
       "weight), before and after training, as in the source material's tables, and the tallest bar of the head's "
       "surface (its largest weight, leaving out a causal head's first query, whose 1 the mask forces):");
@@ -505,6 +527,10 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
              n, mean_entropy(uniform_weights(n, false)), mean_entropy(uniform_weights(n, true)),
              attention_pattern(uniform_weights(n, false)).focus, attention_pattern(uniform_weights(n, true)).focus,
              tallest_bar(uniform_weights(n, false), false), tallest_bar(uniform_weights(n, true), true));
+}
+
+// Step "What training did to each head", part 2: each head's strongest links.
+void print_strongest_links(const std::vector<CorpusModel>& models, const std::vector<std::string>& labels) {
   say("The strongest learned links of each head (query -> key, weight; for the causal model the first query, "
       "which can only see itself, is left out):");
   for (const CorpusModel& m : models)
@@ -515,89 +541,146 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
                                     l.weight, link_direction(l)));
       fmt::print("  {:<8} head {}  {}\n", m.tag, h, fmt::join(shown, ",  "));
     }
-  {
-    // What the table says, counted from it: how far each head moved from a
-    // uniform head's entropy, and how many bidirectional links point at the
-    // next token (the answer they can read).
-    double least = 1.0, most = 0.0;
-    int ahead = 0, links = 0;
-    for (const CorpusModel& m : models) {
-      const double uniform = attention_pattern(uniform_weights(n, m.cfg.causal)).entropy;
-      for (const Matrix& P : m.trained) {
-        const double drop = uniform > 0 ? 1.0 - attention_pattern(P).entropy / uniform : 0.0;
-        least = std::min(least, drop), most = std::max(most, drop);
-        if (m.cfg.causal) continue;
-        for (const Link& l : strongest_links(P, 3, false)) ++links, ahead += l.key == l.query + 1;
-      }
-    }
-    say(fmt::format("Trained, the heads' entropy is {:.0f}% to {:.0f}% below a uniform head's on this sentence. "
-                    "{} of the {} strongest bidirectional links point one token ahead, at the word to predict; "
-                    "the causal links can only look back, at the words that decide what comes next.",
-                    100 * least, 100 * most, ahead, links));
-  }
+}
 
-  {
-    // What the multi-head models' figures show, counted from the weights
-    // they draw: how far the untrained heads are from uniform, how many
-    // trained heads stand taller than any untrained head of their model
-    // (a causal head's second query alone gets 1/2 from a uniform head, so
-    // each model is measured against its own), and how many sharpened.
-    double off_uniform = 0, trained_low = 1, trained_high = 0;
-    double untrained_top[2] = {0, 0};  // bidirectional, causal
-    int taller = 0, sharper = 0, heads = 0;
-    for (const CorpusModel* m : {&models[1], &models[2]}) {
-      const Matrix uniform = uniform_weights(n, m->cfg.causal);
-      double& top_before = untrained_top[m->cfg.causal ? 1 : 0];
-      for (const Matrix& P : m->untrained) {
-        off_uniform = std::max(off_uniform, double((P - uniform).cwiseAbs().maxCoeff()));
-        top_before = std::max(top_before, tallest_bar(P, m->cfg.causal));
-      }
-      for (size_t h = 0; h < m->trained.size(); ++h) {
-        ++heads;
-        const double top = tallest_bar(m->trained[h], m->cfg.causal);
-        trained_low = std::min(trained_low, top), trained_high = std::max(trained_high, top);
-        taller += top > top_before;
-        sharper += attention_pattern(m->trained[h]).focus > attention_pattern(m->untrained[h]).focus;
-      }
+// Step "What training did to each head", part 3: what the table says.
+void say_how_far_from_uniform(const std::vector<CorpusModel>& models, int64_t n) {
+  // What the table says, counted from it: how far each head moved from a
+  // uniform head's entropy, and how many bidirectional links point at the
+  // next token (the answer they can read).
+  double least = 1.0, most = 0.0;
+  int ahead = 0, links = 0;
+  for (const CorpusModel& m : models) {
+    const double uniform = attention_pattern(uniform_weights(n, m.cfg.causal)).entropy;
+    for (const Matrix& P : m.trained) {
+      const double drop = uniform > 0 ? 1.0 - attention_pattern(P).entropy / uniform : 0.0;
+      least = std::min(least, drop), most = std::max(most, drop);
+      if (m.cfg.causal) continue;
+      for (const Link& l : strongest_links(P, 3, false)) ++links, ahead += l.key == l.query + 1;
     }
-    const int64_t H = o.corpus_heads;
-    std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
-                                   "heatmaps before and after training (corpus_untrained_vs_trained.png causal, "
-                                   "corpus_bidirectional_untrained_vs_trained.png bidirectional) and the causal "
-                                   "heads as surfaces on one height scale (corpus_multihead_surfaces.png). ",
-                                   H);
-    // "Flat" only while no weight strays a quarter of 1/n from uniform.
-    text += off_uniform < 0.25 / double(n)
-                ? fmt::format("Untrained, no weight is more than {:.3f} from the uniform head's: flat at 1/{} "
-                              "without the mask, a staircase with it (1/(i + 1) in row i, so the first query's "
-                              "forced 1 stands tallest). ",
-                              off_uniform, n)
-                : fmt::format("Untrained, the weights are already up to {:.2f} away from the uniform head's. ",
-                              off_uniform);
-    const std::string before = fmt::format("the tallest bar of any untrained head of its model (bidirectional "
-                                           "{:.2f}, causal {:.2f})",
-                                           untrained_top[0], untrained_top[1]);
-    // Two bars that print alike are one number, not a range.
-    const std::string trained_range = fmt::format("{:.2f}", trained_low) == fmt::format("{:.2f}", trained_high)
-                                          ? fmt::format("{:.2f}", trained_high)
-                                          : fmt::format("{:.2f} to {:.2f}", trained_low, trained_high);
-    text += taller == heads ? fmt::format("Trained, every head's tallest bar ({}) stands above {}. ",
-                                          trained_range, before)
-            : taller == 0   ? fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and none "
-                                          "stands above {}. ",
-                                          trained_low, trained_high, before)
-                            : fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and {} of "
-                                          "the {} {} above {}. ",
-                                          trained_low, trained_high, taller, heads, taller == 1 ? "stands" : "stand",
-                                          before);
-    text += sharper == heads ? fmt::format("The focus of all {} heads rose.", heads)
-            : sharper == 0   ? fmt::format("The focus of none of the {} heads rose.", heads)
-                             : fmt::format("The focus of {} of the {} heads rose.", sharper, heads);
-    say(text);
   }
+  say(fmt::format("Trained, the heads' entropy is {:.0f}% to {:.0f}% below a uniform head's on this sentence. "
+                  "{} of the {} strongest bidirectional links point one token ahead, at the word to predict; "
+                  "the causal links can only look back, at the words that decide what comes next.",
+                  100 * least, 100 * most, ahead, links));
+}
 
-  // ---------------------------------------------------------------------
-  next_step("The pattern analyzer over every head");
+// Step "What training did to each head", part 4: what the multi-head
+// models' figures show, counted from the weights they draw: how far the
+// untrained heads are from uniform, how many trained heads stand taller
+// than any untrained head of their model (a causal head's second query
+// alone gets 1/2 from a uniform head, so each model is measured against its
+// own), and how many sharpened.
+struct FigureHeights {
+  double off_uniform = 0, trained_low = 1, trained_high = 0;
+  double untrained_top[2] = {0, 0};  // bidirectional, causal
+  int taller = 0, sharper = 0, heads = 0;
+};
+
+FigureHeights measure_figure_heights(const std::vector<CorpusModel>& models, int64_t n) {
+  FigureHeights f;
+  for (const CorpusModel* m : {&models[1], &models[2]}) {
+    const Matrix uniform = uniform_weights(n, m->cfg.causal);
+    double& top_before = f.untrained_top[m->cfg.causal ? 1 : 0];
+    for (const Matrix& P : m->untrained) {
+      f.off_uniform = std::max(f.off_uniform, double((P - uniform).cwiseAbs().maxCoeff()));
+      top_before = std::max(top_before, tallest_bar(P, m->cfg.causal));
+    }
+    for (size_t h = 0; h < m->trained.size(); ++h) {
+      ++f.heads;
+      const double top = tallest_bar(m->trained[h], m->cfg.causal);
+      f.trained_low = std::min(f.trained_low, top), f.trained_high = std::max(f.trained_high, top);
+      f.taller += top > top_before;
+      f.sharper += attention_pattern(m->trained[h]).focus > attention_pattern(m->untrained[h]).focus;
+    }
+  }
+  return f;
+}
+
+// The trained heads' sentence of part 4: their tallest bars against the
+// untrained ones, and how many sharpened.
+std::string trained_heights_text(const FigureHeights& f) {
+  const std::string before = fmt::format("the tallest bar of any untrained head of its model (bidirectional "
+                                         "{:.2f}, causal {:.2f})",
+                                         f.untrained_top[0], f.untrained_top[1]);
+  // Two bars that print alike are one number, not a range.
+  const std::string trained_range = fmt::format("{:.2f}", f.trained_low) == fmt::format("{:.2f}", f.trained_high)
+                                        ? fmt::format("{:.2f}", f.trained_high)
+                                        : fmt::format("{:.2f} to {:.2f}", f.trained_low, f.trained_high);
+  std::string text =
+      f.taller == f.heads ? fmt::format("Trained, every head's tallest bar ({}) stands above {}. ", trained_range,
+                                        before)
+      : f.taller == 0     ? fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and none "
+                                        "stands above {}. ",
+                                        f.trained_low, f.trained_high, before)
+                          : fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and {} of "
+                                        "the {} {} above {}. ",
+                                        f.trained_low, f.trained_high, f.taller, f.heads,
+                                        f.taller == 1 ? "stands" : "stand", before);
+  text += f.sharper == f.heads ? fmt::format("The focus of all {} heads rose.", f.heads)
+          : f.sharper == 0     ? fmt::format("The focus of none of the {} heads rose.", f.heads)
+                               : fmt::format("The focus of {} of the {} heads rose.", f.sharper, f.heads);
+  return text;
+}
+
+void say_what_the_figures_show(const Options& o, const std::vector<CorpusModel>& models, int64_t n) {
+  const FigureHeights f = measure_figure_heights(models, n);
+  const int64_t H = o.corpus_heads;
+  std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
+                                 "heatmaps before and after training (corpus_untrained_vs_trained.png causal, "
+                                 "corpus_bidirectional_untrained_vs_trained.png bidirectional) and the causal "
+                                 "heads as surfaces on one height scale (corpus_multihead_surfaces.png). ",
+                                 H);
+  // "Flat" only while no weight strays a quarter of 1/n from uniform.
+  text += f.off_uniform < 0.25 / double(n)
+              ? fmt::format("Untrained, no weight is more than {:.3f} from the uniform head's: flat at 1/{} "
+                            "without the mask, a staircase with it (1/(i + 1) in row i, so the first query's "
+                            "forced 1 stands tallest). ",
+                            f.off_uniform, n)
+              : fmt::format("Untrained, the weights are already up to {:.2f} away from the uniform head's. ",
+                            f.off_uniform);
+  say(text + trained_heights_text(f));
+}
+
+// Step "What training did to each head", on --text.
+void step_what_training_did(const Options& o, const std::vector<CorpusModel>& models,
+                            const std::vector<std::string>& labels, int64_t n) {
+  print_entropy_focus_table(models, n);
+  print_strongest_links(models, labels);
+  say_how_far_from_uniform(models, n);
+  say_what_the_figures_show(o, models, n);
+}
+
+// Step "The pattern analyzer over every head", part 2: what the class
+// 'locally focused' tells on a sentence this short.
+void say_what_local_focus_tells(const std::vector<CorpusModel>& models, int64_t n) {
+  const bool uniform_local = classify_pattern(attention_pattern(uniform_weights(n, false))) ==
+                             PatternClass::LocallyFocused;
+  int local = 0, rows = 0;
+  for (const CorpusModel& m : models)
+    for (size_t h = 0; h < m.trained.size(); ++h)
+      for (const Matrix* P : {&m.untrained[h], &m.trained[h]}) {
+        ++rows;
+        local += classify_pattern(attention_pattern(*P)) == PatternClass::LocallyFocused;
+      }
+  std::string text =
+      uniform_local
+          ? fmt::format("With a window of 3, {} of the {} head rows are 'locally focused', and so is the uniform "
+                        "head that learned nothing: on a sentence of {} tokens the band |j - i| <= 3 holds most "
+                        "of the keys of every query, so local focus is near 1 whatever a head does, and that "
+                        "class says little here. A window of 1 separates the heads better.",
+                        local, rows, n)
+          : fmt::format("With a window of 3, {} of the {} head rows are 'locally focused'; the uniform head is "
+                        "not, so on {} tokens the class does tell heads apart.",
+                        local, rows, n);
+  if (n <= 7)
+    text += " No head can be 'distributed' here: an entropy above 2 needs more than e^2 = 7.4 keys.";
+  text += " The thresholds are absolute; read the numbers against the uniform rows.";
+  say(text);
+}
+
+// Step "The pattern analyzer over every head".
+void step_pattern_analyzer(const std::vector<CorpusModel>& models, int64_t n) {
   say("Four numbers per head on the same sentence, and a class from the source material's thresholds, tested in this "
       "order: self-focused if diagonal > 0.7; locally focused if local > 0.8 (local: the weight within 3 "
       "positions of the query); concentrated if focus > 0.5 and entropy < 1.0; distributed if entropy > 2.0; "
@@ -612,41 +695,19 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
       print_analyzer_row(fmt::format("{} head {}", m.tag, h), "untrained", m.untrained[h]);
       print_analyzer_row("", "trained", m.trained[h]);
     }
-  {
-    const bool uniform_local = classify_pattern(attention_pattern(uniform_weights(n, false))) ==
-                               PatternClass::LocallyFocused;
-    int local = 0, rows = 0;
-    for (const CorpusModel& m : models)
-      for (size_t h = 0; h < m.trained.size(); ++h)
-        for (const Matrix* P : {&m.untrained[h], &m.trained[h]}) {
-          ++rows;
-          local += classify_pattern(attention_pattern(*P)) == PatternClass::LocallyFocused;
-        }
-    std::string text =
-        uniform_local
-            ? fmt::format("With a window of 3, {} of the {} head rows are 'locally focused', and so is the uniform "
-                          "head that learned nothing: on a sentence of {} tokens the band |j - i| <= 3 holds most "
-                          "of the keys of every query, so local focus is near 1 whatever a head does, and that "
-                          "class says little here. A window of 1 separates the heads better.",
-                          local, rows, n)
-            : fmt::format("With a window of 3, {} of the {} head rows are 'locally focused'; the uniform head is "
-                          "not, so on {} tokens the class does tell heads apart.",
-                          local, rows, n);
-    if (n <= 7)
-      text += " No head can be 'distributed' here: an entropy above 2 needs more than e^2 = 7.4 keys.";
-    text += " The thresholds are absolute; read the numbers against the uniform rows.";
-    say(text);
-  }
+  say_what_local_focus_tells(models, n);
+}
 
-  // ---------------------------------------------------------------------
-  next_step("Save the three models");
+// Step "Save the three models".
+void step_save_the_models(const Options& o, const Corpus& corpus, uint64_t seed, std::vector<CorpusModel>& models,
+                          const std::vector<int64_t>& text_ids, const std::vector<std::string>& labels) {
   for (CorpusModel& m : models) {
     Checkpoint ckpt;
     ckpt.config = m.cfg;
     for (int64_t i = 0; i < corpus.vocab.size(); ++i) ckpt.tokens.push_back(corpus.vocab.word(i));
     ckpt.note = fmt::format("task 2, next-word prediction on {}: {}, {} epochs from seed {}, held-out accuracy "
                             "{:.2f}% (whole sentence), {:.2f}% (prefix only)",
-                            std::filesystem::path(o.corpus).filename().string(), m.name, o.corpus_epochs, cli.seed,
+                            std::filesystem::path(o.corpus).filename().string(), m.name, o.corpus_epochs, seed,
                             m.held_score.percent(), m.prefix_score.percent());
     ckpt.params = m.model->params;
     save_and_verify(ckpt, fmt::format("{}/corpus-{}.safetensors", o.checkpoint_dir, m.tag), *m.model, text_ids, 1);
@@ -655,8 +716,35 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
              shown_path(sibling_program("07-training-analyze")),
              shown_path(o.checkpoint_dir + "/corpus-causal.safetensors"),
              fmt::join(labels, " "));
+}
 
-  // ---------------------------------------------------------------------
+}  // namespace
+
+void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step) {
+  const Corpus& corpus = input.corpus;
+  const std::vector<int64_t>& text_ids = input.text_ids;
+  const int64_t n = int64_t(text_ids.size());
+  const CorpusSplit split = split_corpus(corpus, 8);
+  std::vector<std::string> labels;
+  for (int64_t id : text_ids) labels.push_back(corpus.vocab.word(id));
+  const std::string quoted = fmt::format("\"{}\"", fmt::join(labels, " "));
+  print_corpus_title(o, corpus, cli.seed);
+
+  next_step("The corpus: predict every next word");
+  step_the_corpus(o, corpus, split);
+  next_step("Three models: one head or four, bidirectional or causal");
+  std::vector<CorpusModel> models = step_three_models(o, corpus, cli.seed, text_ids, labels);
+  next_step("Training the three models");
+  step_training_the_models(o, corpus, split, text_ids, cli.seed, models);
+  next_step("Bidirectional next-word prediction cheats");
+  step_bidirectional_cheats(models, corpus, split);
+  next_step(fmt::format("What training did to each head, on {}", quoted));
+  step_what_training_did(o, models, labels, n);
+  next_step("The pattern analyzer over every head");
+  step_pattern_analyzer(models, n);
+  next_step("Save the three models");
+  step_save_the_models(o, corpus, cli.seed, models, text_ids, labels);
+
   gap();
   fmt::print("Drawing figures\n");
   draw_corpus_figures(figures, o, corpus, split, labels, quoted, n, models);
