@@ -114,23 +114,9 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
   return out;
 }
 
-// Step "One training step, taken apart": on a twin of the model (same seed,
-// same weights), so the real training run stays step for step PyTorch's.
-void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup& setup, const ReversalData& train) {
-  const ReversalTask& task = setup.task;
-  const int64_t T = task.input_len(), D = task.digits;
-  Generator twin_gen(seed);
-  TinyTransformer demo(setup.cfg, twin_gen);
-  Adam demo_adam(demo.params, demo.grads, setup.adam_cfg);
-  std::vector<int64_t> idx(size_t(std::min(o.batch, o.train))), ids, targets;
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i);
-  make_batch(train, idx, task, ids, targets);
-  const int64_t B = int64_t(idx.size());
-  demo.forward(ids, B);
-  const float loss = demo.loss(targets);
-  fmt::print("  forward:  logits (batch, seq, vocab) = ({}, {}, {}), loss {:.4f} over {} counted positions\n", B,
-             T, o.vocab, loss, B * D);
-  demo.backward();
+// Step "One training step, taken apart", part 1: the gradient backward
+// left in each tensor (block 0 and the tensors outside the blocks).
+void print_gradients(const TinyTransformer& demo) {
   say("backward: the forward's layers in reverse order, each one's gradient from its cache. Cross-entropy "
       "gives dlogits = (softmax - onehot) / n on the counted rows and 0 on the others; the residual "
       "stream adds each block's branch gradient to the gradient passing straight through.");
@@ -141,9 +127,12 @@ void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup
     for (float x : g) largest = std::max(largest, std::abs(x));
     fmt::print("  {:<20} {:>8} {:>12.3e}\n", name, g.size(), largest);
   });
+}
 
-  // A finite-difference spot check: in a few tensors, the weight with the
-  // largest gradient.
+// Part 2: a finite-difference spot check: in a few tensors, the weight with
+// the largest gradient.
+void spot_check_gradients(TinyTransformer& demo, const std::vector<int64_t>& ids, const std::vector<int64_t>& targets,
+                          int64_t B) {
   say("Spot check: move one weight by +-h (h = 1e-2) and compare the change of the loss with the "
       "gradient backward computed. In each tensor below, the weight with the largest gradient:");
   std::vector<std::string> names;
@@ -170,6 +159,12 @@ void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup
   say("They agree to about 1e-5: the loss is a float32 number near 3 (steps of 2.4e-7), and dividing "
       "its rounding by 2h = 0.02 leaves differences of that size. The hidden tests check every layer's "
       "gradients this way, and the whole model's against PyTorch's autograd.");
+}
+
+// Part 3: what Adam's first step does to the weights, and to the loss on
+// the same batch (`loss`: before the step).
+void show_adam_first_step(TinyTransformer& demo, Adam& demo_adam, const std::vector<int64_t>& ids,
+                          const std::vector<int64_t>& targets, int64_t B, double lr, float loss) {
   demo.forward(ids, B);
   demo.loss(targets);
   demo.backward();
@@ -188,13 +183,35 @@ void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup
       ++total;
     }
   fmt::print("  Adam step 1: {} of {} weights moved, the largest by {:.3e} (lr = {})\n", moved, total, largest_move,
-             o.lr);
+             lr);
   say("At step 1 the bias corrections make m/(1-b1) = g and v/(1-b2) = g^2, so every weight with a "
       "non-zero gradient moves by almost exactly lr, whatever its gradient's size. The weights that did "
       "not move had exactly zero gradient: embedding rows of tokens absent from the batch, and the "
       "position row the inputs never reach.");
   demo.forward(ids, B);
   fmt::print("  loss on the same batch after the step: {:.4f} (was {:.4f})\n", demo.loss(targets), loss);
+}
+
+// Step "One training step, taken apart": on a twin of the model (same seed,
+// same weights), so the real training run stays step for step PyTorch's.
+void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup& setup, const ReversalData& train) {
+  const ReversalTask& task = setup.task;
+  const int64_t T = task.input_len(), D = task.digits;
+  Generator twin_gen(seed);
+  TinyTransformer demo(setup.cfg, twin_gen);
+  Adam demo_adam(demo.params, demo.grads, setup.adam_cfg);
+  std::vector<int64_t> idx(size_t(std::min(o.batch, o.train))), ids, targets;
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i);
+  make_batch(train, idx, task, ids, targets);
+  const int64_t B = int64_t(idx.size());
+  demo.forward(ids, B);
+  const float loss = demo.loss(targets);
+  fmt::print("  forward:  logits (batch, seq, vocab) = ({}, {}, {}), loss {:.4f} over {} counted positions\n", B,
+             T, o.vocab, loss, B * D);
+  demo.backward();
+  print_gradients(demo);
+  spot_check_gradients(demo, ids, targets, B);
+  show_adam_first_step(demo, demo_adam, ids, targets, B, o.lr, loss);
 }
 
 // Step "The trained model on unseen sequences": greedy generation, one token
@@ -296,24 +313,17 @@ struct PositionRun {
   std::optional<int64_t> reached_99;
 };
 
-std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t seed, const ModelConfig& cfg,
-                                                    const AdamConfig& adam_cfg, const ReversalData& train,
-                                                    const ReversalData& test, const ReversalTask& task) {
-  std::vector<PositionEncoding> encodings{PositionEncoding::learned, PositionEncoding::sinusoidal};
-  if (cfg.d_k() % 2 == 0) encodings.push_back(PositionEncoding::rope);
-  else
-    say(fmt::format("RoPE turns pairs of features, and d_k = {} is odd: only the other two train below.", cfg.d_k()));
-  const int64_t epochs = std::min(o.epochs, o.position_epochs);
-  const int64_t batches = (o.train + o.batch - 1) / o.batch;
-  say(fmt::format("Now the task, trained {} times for {} epoch{} (--position-epochs, at most --epochs): each model "
-                  "from seed {} (the learned one is the model trained above, as it started), on the same data in "
-                  "the same batch order. Held-out token accuracy after each epoch:",
-                  encodings.size(), epochs, epochs == 1 ? "" : "s", seed));
-  struct Trainee {
-    PositionRun run;
-    std::unique_ptr<TinyTransformer> model;
-    std::unique_ptr<Adam> adam;
-  };
+// One model of the comparison, with its own Adam, as it trains.
+struct Trainee {
+  PositionRun run;
+  std::unique_ptr<TinyTransformer> model;
+  std::unique_ptr<Adam> adam;
+};
+
+// One trainee per encoding, each drawn from a generator of its own with
+// the same seed.
+std::vector<Trainee> make_trainees(const std::vector<PositionEncoding>& encodings, uint64_t seed,
+                                   const ModelConfig& cfg, const AdamConfig& adam_cfg) {
   std::vector<Trainee> trainees;
   for (PositionEncoding e : encodings) {
     ModelConfig c = cfg;
@@ -323,6 +333,14 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
     t.adam = std::make_unique<Adam>(t.model->params, t.model->grads, adam_cfg);
     trainees.push_back(std::move(t));
   }
+  return trainees;
+}
+
+// Trains the trainees `epochs` epochs side by side, one line per epoch:
+// each epoch's batch order is shared by them all.
+void train_side_by_side(const Options& o, uint64_t seed, int64_t epochs, std::vector<Trainee>& trainees,
+                        const ReversalData& train, const ReversalData& test, const ReversalTask& task) {
+  const int64_t batches = (o.train + o.batch - 1) / o.batch;
   std::string header = fmt::format("  {:>5}", "epoch");
   for (const Trainee& t : trainees) header += fmt::format("  {:>12}", position_name(t.run.position));
   fmt::print("{}\n", header);
@@ -353,16 +371,11 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
     }
     fmt::print("{}\n", line);
   }
-  std::vector<PositionRun> runs;
-  for (Trainee& t : trainees) runs.push_back(std::move(t.run));
-  for (const PositionRun& r : runs)
-    fmt::print("  {:<10}  held-out loss {:.4f}  accuracy {:6.2f}%  {}  trained in {:.2f} s\n",
-               position_name(r.position), r.test_loss.back(), r.test_acc.back(),
-               r.reached_99 ? fmt::format("99% at epoch {:2}", *r.reached_99) : std::string("99% not reached"),
-               r.seconds);
+}
 
-  // The verdict, from the numbers: ranked by the accuracy as printed (two
-  // decimals), ties said as ties.
+// The verdict, from the numbers: ranked by the accuracy as printed (two
+// decimals), ties said as ties.
+void say_position_verdict(const std::vector<PositionRun>& runs, int64_t epochs, const ReversalTask& task) {
   std::vector<const PositionRun*> ranked;
   for (const PositionRun& r : runs) ranked.push_back(&r);
   auto shown = [](double acc) { return std::round(acc * 100.0) / 100.0; };
@@ -384,6 +397,30 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
                     "behind it. That distance changes with p, so relative offsets alone do not say where to look: "
                     "a copying head must also know where its query is, whatever the encoding.",
                     2 * task.digits - 1, 2 * task.digits - 1));
+}
+
+std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t seed, const ModelConfig& cfg,
+                                                    const AdamConfig& adam_cfg, const ReversalData& train,
+                                                    const ReversalData& test, const ReversalTask& task) {
+  std::vector<PositionEncoding> encodings{PositionEncoding::learned, PositionEncoding::sinusoidal};
+  if (cfg.d_k() % 2 == 0) encodings.push_back(PositionEncoding::rope);
+  else
+    say(fmt::format("RoPE turns pairs of features, and d_k = {} is odd: only the other two train below.", cfg.d_k()));
+  const int64_t epochs = std::min(o.epochs, o.position_epochs);
+  say(fmt::format("Now the task, trained {} times for {} epoch{} (--position-epochs, at most --epochs): each model "
+                  "from seed {} (the learned one is the model trained above, as it started), on the same data in "
+                  "the same batch order. Held-out token accuracy after each epoch:",
+                  encodings.size(), epochs, epochs == 1 ? "" : "s", seed));
+  std::vector<Trainee> trainees = make_trainees(encodings, seed, cfg, adam_cfg);
+  train_side_by_side(o, seed, epochs, trainees, train, test, task);
+  std::vector<PositionRun> runs;
+  for (Trainee& t : trainees) runs.push_back(std::move(t.run));
+  for (const PositionRun& r : runs)
+    fmt::print("  {:<10}  held-out loss {:.4f}  accuracy {:6.2f}%  {}  trained in {:.2f} s\n",
+               position_name(r.position), r.test_loss.back(), r.test_acc.back(),
+               r.reached_99 ? fmt::format("99% at epoch {:2}", *r.reached_99) : std::string("99% not reached"),
+               r.seconds);
+  say_position_verdict(runs, epochs, task);
   return runs;
 }
 
