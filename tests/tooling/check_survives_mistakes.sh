@@ -83,6 +83,11 @@ named 03 '[focus]' 'crashed: segmentation fault'
 named 03 '[softmax_backward]' 'crashed: abort'
 named 05 '[mask_and]' 'crashed: uncaught exception of type int'
 named 05 '[padding_masks]' 'crashed: exited early'
+# A wrong value is named at once, with what was expected, and "Fix:" points
+# at a broken function before any function still to write.
+grep -A1 -E '✗ .*attention' "$WORK/out" | grep -qiE 'expected' ||
+  fail "a failing attention test must be named with what was expected"
+grep -qE '^Fix: ' "$WORK/out" || fail "with wrong answers and crashes present, the advice must be 'Fix:', not 'Next:'"
 # Functions under test are named too.
 expect "in row_entropy" "the hung function"
 expect "in focus" "the crashed function"
