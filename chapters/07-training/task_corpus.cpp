@@ -161,13 +161,19 @@ void compare_dropout(const std::vector<CorpusModel>& models, const Options& o, c
         better_held += with[k].held_score.loss < m->held_score.loss;
       }
     }
-  const auto how_many = [](int64_t k) { return k == 0 ? std::string("none") : k == 3 ? std::string("all 3") : fmt::format("{} of the 3", k); };
+  // "none of the 3 models", "1 of the 3 models", "all 3 models"; then "... of them".
+  const auto how_many = [](int64_t k, bool first) {
+    if (k == 0) return std::string(first ? "none of the 3 models" : "none of them");
+    if (k == 3) return std::string(first ? "all 3 models" : "all of them");
+    return fmt::format("{} of {}", k, first ? "the 3 models" : "them");
+  };
   say(fmt::format("The gap is held-out loss minus train loss: what a model knows only about the sentences it "
-                  "trained on. In this run dropout narrowed the gap for {} models and lowered the held-out loss "
-                  "for {}. Every training step with dropout sees the model with some attention weights missing, "
-                  "so no head can rely on a single key; the price is a noisier descent. Both rows of a model are measured with dropout off, as a model is used "
-                  "after training. On a corpus this small one run decides little: try other --seed values.",
-                  how_many(smaller_gap), how_many(better_held)));
+                  "trained on. In this run dropout narrowed the gap for {} and lowered the held-out loss for {}. "
+                  "Every training step with dropout sees the model with some attention weights missing, so no "
+                  "head can rely on a single key; the price is a noisier descent. Both rows of a model are "
+                  "measured with dropout off, as a model is used after training. On a corpus this small one run "
+                  "decides little: try other --seed values.",
+                  how_many(smaller_gap, true), how_many(better_held, false)));
 }
 
 // Each head's (seq, seq) weights on one sentence.
