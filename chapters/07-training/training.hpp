@@ -35,6 +35,7 @@
 #include <unsupported/Eigen/SpecialFunctions>  // the vectorized erf GELU needs
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -247,6 +248,72 @@ inline auto head_block(const Matrix& M, const AttentionDims& a, int64_t part, in
   return M.block(b * a.seq, part * a.d_model + h * a.d_k, a.seq, a.d_k);
 }
 
+// ---------------------------------------------------------------------------
+// One head of every sequence at once ("lanes")
+//
+// For one head of one sequence the products are tiny: (seq, d_k) by
+// (d_k, seq), 12 × 8 by 8 × 12 in the reversal task, about a thousand
+// multiply-adds. A GEMM library (Eigen here) spends longer preparing such a
+// product (packing, blocking) than computing it, and a training step of the
+// reversal task asks for 6,144 of them (2 layers × 4 heads × 128 sequences,
+// 2 products forward and 4 backward): they took 40% of the step.
+// Every sequence's head has the same shape, though, so the model runs each
+// formula on all `batch` sequences together. It copies one head's block of
+// every sequence into a matrix whose columns are the sequences, the lanes:
+//   lanes(i * width + c, b) = entry (i, c) of sequence b's block
+// Then an entry of a formula, say S_ij = Σ_c Q_ic K_jc, is a handful of
+// operations on whole rows of `batch` numbers, which the compiler
+// vectorizes. The arithmetic is the per-head formulas' own; only the order
+// of the loops changed.
+//
+// A block is found by HeadSlice: entry (i, c) of sequence b is
+//   M(first_row + b * stride + i, col + c).
+struct HeadSlice {
+  int64_t first_row, stride, col, width;
+};
+// Head h's Q (part 0), K (1) or V (2) in QKV; part 0 also finds head h's
+// columns of O, dO and dQKV's dQ.
+inline HeadSlice qkv_slice(const AttentionDims& a, int64_t part, int64_t h) {
+  return {0, a.seq, part * a.d_model + h * a.d_k, a.d_k};
+}
+// Head h's (seq, seq) weights in P's layout (or scores', dP's).
+inline HeadSlice weights_slice(const AttentionDims& a, int64_t h) { return {h * a.seq, a.n_heads * a.seq, 0, a.seq}; }
+
+// Copying to and from lanes is a transposition. It goes 16 sequences at a
+// time, reading a row of lanes (or writing one) in one stretch: the other
+// side then touches 16 rows of M, few enough to stay in the L1 cache. The
+// plain order (one sequence at a time) made the copies as slow as the
+// arithmetic they serve.
+inline constexpr int64_t kLaneChunk = 16;
+
+// M is a Matrix, or a Mask whose true becomes 1 and false 0.
+template <class Source>
+void to_lanes(const Source& M, const AttentionDims& a, HeadSlice s, Matrix& lanes) {
+  lanes.resize(a.seq * s.width, a.batch);
+  const int64_t next_sequence = s.stride * M.cols();  // floats from sequence b to b + 1
+  for (int64_t b0 = 0; b0 < a.batch; b0 += kLaneChunk) {
+    const int64_t n = std::min(kLaneChunk, a.batch - b0);
+    for (int64_t i = 0; i < a.seq; ++i)
+      for (int64_t c = 0; c < s.width; ++c) {
+        const auto* from = &M(s.first_row + b0 * s.stride + i, s.col + c);
+        float* to = &lanes(i * s.width + c, b0);
+        for (int64_t b = 0; b < n; ++b) to[b] = from[b * next_sequence];
+      }
+  }
+}
+inline void from_lanes(const Matrix& lanes, const AttentionDims& a, HeadSlice s, Matrix& M) {
+  const int64_t next_sequence = s.stride * M.cols();
+  for (int64_t b0 = 0; b0 < a.batch; b0 += kLaneChunk) {
+    const int64_t n = std::min(kLaneChunk, a.batch - b0);
+    for (int64_t i = 0; i < a.seq; ++i)
+      for (int64_t c = 0; c < s.width; ++c) {
+        const float* from = &lanes(i * s.width + c, b0);
+        float* to = &M(s.first_row + b0 * s.stride + i, s.col + c);
+        for (int64_t b = 0; b < n; ++b) to[b * next_sequence] = from[b];
+      }
+  }
+}
+
 // Attention dropout for one forward and its backward. The forward reads p
 // and gen and fills P_drop and keep; the backward reads all but gen.
 // p = 0 is the identity and draws nothing (chapter 6), so a forward with
@@ -259,12 +326,48 @@ struct AttentionDropout {
   bool active() const { return p > 0; }
 };
 
+// The lanes attention's forward and backward work in, kept from one call to
+// the next. Allocated afresh, a dozen of them per call came back from the
+// system as page faults every step (10% of the backward's time).
+struct AttentionLanes {
+  Matrix Q, K, V, S, O, W, P, dO, dP, keep, dS, dQ, dK, dV, row_a, row_b, row_c;
+};
+inline AttentionLanes& attention_lanes() {
+  thread_local AttentionLanes lanes;
+  return lanes;
+}
+
+// attention_forward's refusal of a score that is not finite: finds the
+// first lane (sequence) of query i whose sum went NaN or whose smallest
+// score is -inf, and in it the first NaN or +inf score, or else the first
+// -inf one.
+[[noreturn]] inline void attention_bad_score(const Matrix& S, const Matrix& row_sum, const Matrix& row_min,
+                                             const Mask& mask, int64_t T, int64_t i, int64_t h) {
+  int64_t b = 0;
+  while (!std::isnan(row_sum(0, b)) && std::isfinite(row_min(0, b))) ++b;
+  auto first = [&](auto&& bad) {
+    for (int64_t j = 0; j < T; ++j)
+      if (mask(i, j) && bad(S(i * T + j, b))) return j;
+    return int64_t(-1);
+  };
+  int64_t j = first([](float x) { return std::isnan(x) || x == std::numeric_limits<float>::infinity(); });
+  if (j < 0) j = first([](float x) { return !std::isfinite(x); });
+  throw std::invalid_argument(fmt::format(
+      "attention_forward: the score of query {} and key {} in head {} of sequence {} is {}; Q and K must be finite, "
+      "and small enough that Q Kᵀ / √d_k does not overflow",
+      i, j, h, b, S(i * T + j, b)));
+}
+
 // `mask` is (seq, seq), true = allowed (chapter 5's causal_mask for the
-// model). `scores` (batch * n_heads * seq, seq) is a work buffer; P gets the
-// weights, O the output. `dropout` (training only) drops weights after the
-// softmax: every (b, h, i) row of P stays a distribution, but O reads
-// P_drop, whose rows sum to 1 only on average. p = 1 is refused: it would
-// zero every output and leave nothing to learn.
+// model). P gets the weights, O the output. `scores` (batch * n_heads * seq,
+// seq), as many numbers as P, is a work buffer: it holds the weights of
+// every head as lanes until O is computed. `dropout` (training only) drops
+// weights after the softmax: every (b, h, i) row of P stays a distribution,
+// but O reads P_drop, whose rows sum to 1 only on average. p = 1 is refused:
+// it would zero every output and leave nothing to learn. A score that is NaN
+// or infinite (QKV holds one, or Q Kᵀ overflowed) is refused with
+// std::invalid_argument: chapter 3's softmax_rows refuses NaN and +inf, and
+// a -inf that no mask put there is no weight of 0 either.
 inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads, const Mask& mask, Matrix& scores,
                               Matrix& P, Matrix& O, AttentionDropout* dropout = nullptr) {
   const AttentionDims a = attention_dims("attention_forward", QKV, batch, n_heads);
@@ -277,32 +380,88 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
     throw std::invalid_argument(fmt::format("attention_forward: attention dropout p must be in [0, 1), got {}", dropout->p));
   if (dropout && dropout->active() && !dropout->gen)
     throw std::invalid_argument("attention_forward: attention dropout needs a generator for its draws");
+  const int64_t T = a.seq, d_k = a.d_k;
   // Divide (not multiply by 1/√d_k) as PyTorch's `/ math.sqrt(d_k)` does.
-  const float sqrt_dk = std::sqrt(float(a.d_k));
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h) {
-      auto S = head_rows(scores, a, b, h);
-      S.noalias() = head_block(QKV, a, 0, b, h) * head_block(QKV, a, 1, b, h).transpose();
-      S /= sqrt_dk;
-      for (int64_t i = 0; i < a.seq; ++i)
-        for (int64_t j = 0; j < a.seq; ++j)
-          if (!mask(i, j)) S(i, j) = neg_inf;
+  const float sqrt_dk = std::sqrt(float(d_k));
+  P.resize(a.batch * a.n_heads * T, T);
+  // Lanes (see HeadSlice): one head's Q, K, V, scores and output, and the
+  // weights of every head, head h in rows [h T², (h + 1) T²).
+  AttentionLanes& lanes = attention_lanes();
+  Matrix &Q = lanes.Q, &K = lanes.K, &V = lanes.V, &S = lanes.S, &O_h = lanes.O;
+  Matrix &row_max = lanes.row_a, &row_min = lanes.row_c, &row_sum = lanes.row_b;
+  S.resize(T * T, a.batch);
+  O_h.resize(T * d_k, a.batch);
+  row_max.resize(1, a.batch);
+  row_min.resize(1, a.batch);
+  row_sum.resize(1, a.batch);
+  Eigen::Map<Matrix> weights(scores.data(), a.n_heads * T * T, a.batch);
+
+  // 1. The weights of every head: S = Q Kᵀ / √d_k where the mask allows,
+  //    and P = chapter 3's softmax over each query's keys (stable: the
+  //    maximum is subtracted first; a masked weight is exactly 0, and a
+  //    query allowed no key gets a row of zeros).
+  for (int64_t h = 0; h < a.n_heads; ++h) {
+    to_lanes(QKV, a, qkv_slice(a, 0, h), Q);
+    to_lanes(QKV, a, qkv_slice(a, 1, h), K);
+    auto P_h = weights.middleRows(h * T * T, T * T);
+    for (int64_t i = 0; i < T; ++i) {
+      row_max.setConstant(-std::numeric_limits<float>::infinity());
+      row_min.setConstant(std::numeric_limits<float>::infinity());
+      for (int64_t j = 0; j < T; ++j) {
+        if (!mask(i, j)) continue;
+        auto S_ij = S.row(i * T + j);
+        S_ij = Q.row(i * d_k).cwiseProduct(K.row(j * d_k));
+        for (int64_t c = 1; c < d_k; ++c) S_ij += Q.row(i * d_k + c).cwiseProduct(K.row(j * d_k + c));
+        S_ij /= sqrt_dk;
+        row_max = row_max.cwiseMax(S_ij);
+        row_min = row_min.cwiseMin(S_ij);
+      }
+      row_sum.setZero();
+      for (int64_t j = 0; j < T; ++j) {
+        auto P_ij = P_h.row(i * T + j);
+        if (!mask(i, j)) {
+          P_ij.setZero();
+          continue;
+        }
+        P_ij.array() = (S.row(i * T + j) - row_max).array().exp();
+        row_sum += P_ij;
+      }
+      // A NaN or +inf score makes its lane's sum NaN (exp(NaN), or
+      // +inf − +inf); each sum is at most T, so the total is NaN only then.
+      // A -inf score would pass as a masked one: refused too.
+      if (std::isnan(row_sum.sum()) || row_min.minCoeff() == -std::numeric_limits<float>::infinity())
+        attention_bad_score(S, row_sum, row_min, mask, T, i, h);
+      // row_sum is 0 only in the lanes of a query allowed no key, whose
+      // weights are all 0 already: divide the others.
+      for (int64_t j = 0; j < T; ++j)
+        if (mask(i, j)) P_h.row(i * T + j).array() /= row_sum.array();
     }
-  // Softmax is row by row, so one call covers every head of every sequence.
-  P = softmax_rows(scores);
-  // P's rows are PyTorch's (b, h, i) order, so one dropout call over all of
-  // P draws for the same weights in the same order as F.dropout on the
-  // (batch, n_heads, seq, seq) tensor.
-  if (dropout && dropout->active()) {
-    DropoutResult dropped = sa::dropout(P, dropout->p, *dropout->gen);
-    dropout->P_drop = std::move(dropped.output);
-    dropout->keep = std::move(dropped.keep);
+    from_lanes(P_h, a, weights_slice(a, h), P);
   }
-  const Matrix& weights = dropout && dropout->active() ? dropout->P_drop : P;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      head_block(O, a, 0, b, h).noalias() = head_rows(weights, a, b, h) * head_block(QKV, a, 2, b, h);
+  // 2. P's rows are PyTorch's (b, h, i) order, so one dropout call over all
+  //    of P draws for the same weights in the same order as F.dropout on the
+  //    (batch, n_heads, seq, seq) tensor.
+  const bool dropped = dropout && dropout->active();
+  if (dropped) {
+    DropoutResult result = sa::dropout(P, dropout->p, *dropout->gen);
+    dropout->P_drop = std::move(result.output);
+    dropout->keep = std::move(result.keep);
+  }
+  // 3. O = weights · V, head by head: O_ic = Σ_j W_ij V_jc over the allowed
+  //    keys (a masked weight is 0, with or without dropout).
+  Matrix& W_h = lanes.W;
+  for (int64_t h = 0; h < a.n_heads; ++h) {
+    if (dropped) to_lanes(dropout->P_drop, a, weights_slice(a, h), W_h);
+    const Eigen::Map<const Matrix> W(dropped ? W_h.data() : &weights(h * T * T, 0), T * T, a.batch);
+    to_lanes(QKV, a, qkv_slice(a, 2, h), V);
+    O_h.setZero();
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        if (!mask(i, j)) continue;
+        for (int64_t c = 0; c < d_k; ++c) O_h.row(i * d_k + c) += W.row(i * T + j).cwiseProduct(V.row(j * d_k + c));
+      }
+    from_lanes(O_h, a, qkv_slice(a, 0, h), O);
+  }
 }
 
 // EXERCISE. Backward of attention_forward: given dO (batch * seq, d_model),

@@ -55,38 +55,84 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     throw std::invalid_argument(fmt::format("attention_backward: dropout's P_drop {} and keep ({}, {}) are not P's {}",
                                             shape_str(dropout->P_drop), dropout->keep.rows(), dropout->keep.cols(),
                                             shape_str(P)));
-  const float sqrt_dk = std::sqrt(float(a.d_k));
+  const int64_t T = a.seq, d_k = a.d_k;
+  const float sqrt_dk = std::sqrt(float(d_k));
+  // The formulas run on one head of every sequence at once, in lanes (see
+  // HeadSlice in training.hpp): X.row(i * d_k + c) holds entry (i, c) of
+  // every sequence's Q, K, V or dO block, W.row(i * T + j) weight (i, j).
+  AttentionLanes& lanes = attention_lanes();
+  Matrix &Q = lanes.Q, &K = lanes.K, &V = lanes.V, &dO_h = lanes.dO, &W = lanes.W, &P_h = lanes.P;
+  Matrix &keep = lanes.keep, &dS = lanes.dS, &dQ = lanes.dQ, &dK = lanes.dK, &dV = lanes.dV;
+  Matrix& row_dot = lanes.row_a;
+  for (Matrix* m : {&dS, &dQ, &dK, &dV}) m->resize(m == &dS ? T * T : T * d_k, a.batch);
+  row_dot.resize(1, a.batch);
+  Eigen::Map<Matrix> dW(dP.data(), T * T, a.batch);  // dP is the work buffer for dL/dW of one head
+  // With dropout, O = P_drop V and P_drop = P ∘ keep / (1 − p) (chapter 6).
+  const float survivor_scale = dropped ? 1.0f / float(1.0 - dropout->p) : 1.0f;
+  std::vector<char> used(size_t(T * T));
 
-  // O = W V with W = P, or P_drop in training with dropout: a matrix product,
-  // so dV = Wᵀ dO and dW = dO Vᵀ (chapter-1 rules for Y = X W, with W in
-  // the role of X).
-  const Matrix& W = dropped ? dropout->P_drop : P;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h) {
-      const auto dO_bh = head_block(dO, a, 0, b, h);
-      head_block(dQKV, a, 2, b, h).noalias() = head_rows(W, a, b, h).transpose() * dO_bh;
-      head_rows(dP, a, b, h).noalias() = dO_bh * head_block(QKV, a, 2, b, h).transpose();
+  for (int64_t h = 0; h < a.n_heads; ++h) {
+    to_lanes(QKV, a, qkv_slice(a, 0, h), Q);
+    to_lanes(QKV, a, qkv_slice(a, 1, h), K);
+    to_lanes(QKV, a, qkv_slice(a, 2, h), V);
+    to_lanes(dO, a, qkv_slice(a, 0, h), dO_h);
+    to_lanes(P, a, weights_slice(a, h), P_h);
+    if (dropped) {
+      to_lanes(dropout->P_drop, a, weights_slice(a, h), W);
+      to_lanes(dropout->keep, a, weights_slice(a, h), keep);
     }
-  // P_drop = dropout(P) with its mask fixed: chapter 6's backward turns
-  // dP_drop into dP (zero where a weight was dropped, 1/(1 − p) elsewhere).
-  if (dropped) dP = dropout_backward(dP, dropout->keep, dropout->p);
+    const Matrix& weights = dropped ? W : P_h;  // what multiplied V
+    // A weight that is 0 in every sequence (a masked one) passes nothing
+    // back, in any of the formulas below: skip it.
+    for (int64_t ij = 0; ij < T * T; ++ij) used[size_t(ij)] = P_h.row(ij).cwiseAbs().maxCoeff() > 0;
 
-  // P = softmax(S), row by row: chapter 3's vector-Jacobian product, once
-  // for every row of every head. Masked entries have P = 0, so dS = 0 there.
-  const Matrix dS = softmax_backward(P, dP);
+    // O = W V with W = P, or P_drop in training with dropout: a matrix
+    // product, so dV = Wᵀ dO and dW = dO Vᵀ (chapter-1 rules for Y = X W,
+    // with W in the role of X):
+    //   dV_jc = Σ_i W_ij dO_ic,   dW_ij = Σ_c dO_ic V_jc.
+    // With dropout, chapter 6's backward turns dW = dL/dP_drop into dL/dP:
+    //   dP_ij = dW_ij / (1 − p) where the weight was kept, 0 where dropped.
+    dV.setZero();
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        if (!used[size_t(i * T + j)]) continue;
+        auto dW_ij = dW.row(i * T + j);
+        dW_ij = dO_h.row(i * d_k).cwiseProduct(V.row(j * d_k));
+        for (int64_t c = 1; c < d_k; ++c) dW_ij += dO_h.row(i * d_k + c).cwiseProduct(V.row(j * d_k + c));
+        for (int64_t c = 0; c < d_k; ++c)
+          dV.row(j * d_k + c) += weights.row(i * T + j).cwiseProduct(dO_h.row(i * d_k + c));
+        if (dropped) dW_ij = (keep.row(i * T + j).array() != 0).select(dW_ij * survivor_scale, 0.0f);
+      }
+    const auto& dP_h = dW;  // from here on dL/dP
 
-  // S = Q Kᵀ / √d_k: dQ = dS K / √d_k and dK = dSᵀ Q / √d_k. (Kᵀ in the
-  // forward is why K's gradient takes dS transposed.)
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h) {
-      const auto dS_bh = head_rows(dS, a, b, h);
-      auto dQ = head_block(dQKV, a, 0, b, h);
-      auto dK = head_block(dQKV, a, 1, b, h);
-      dQ.noalias() = dS_bh * head_block(QKV, a, 1, b, h);
-      dK.noalias() = dS_bh.transpose() * head_block(QKV, a, 0, b, h);
-      dQ /= sqrt_dk;
-      dK /= sqrt_dk;
+    // P = softmax(S), row by row: chapter 3's vector-Jacobian product
+    //   dS_ij = P_ij (dP_ij − Σ_j' P_ij' dP_ij')
+    // for every query. It takes P, the weights before dropout.
+    // S = Q Kᵀ / √d_k: dQ = dS K / √d_k and dK = dSᵀ Q / √d_k, that is
+    //   dQ_ic = Σ_j dS_ij K_jc / √d_k,   dK_jc = Σ_i dS_ij Q_ic / √d_k.
+    // (Kᵀ in the forward is why K's gradient sums over the queries i.)
+    dQ.setZero();
+    dK.setZero();
+    for (int64_t i = 0; i < T; ++i) {
+      row_dot.setZero();
+      for (int64_t j = 0; j < T; ++j)
+        if (used[size_t(i * T + j)]) row_dot += P_h.row(i * T + j).cwiseProduct(dP_h.row(i * T + j));
+      for (int64_t j = 0; j < T; ++j) {
+        if (!used[size_t(i * T + j)]) continue;
+        auto dS_ij = dS.row(i * T + j);
+        dS_ij = P_h.row(i * T + j).cwiseProduct(dP_h.row(i * T + j) - row_dot);
+        for (int64_t c = 0; c < d_k; ++c) {
+          dQ.row(i * d_k + c) += dS_ij.cwiseProduct(K.row(j * d_k + c));
+          dK.row(j * d_k + c) += dS_ij.cwiseProduct(Q.row(i * d_k + c));
+        }
+      }
     }
+    dQ /= sqrt_dk;
+    dK /= sqrt_dk;
+    from_lanes(dQ, a, qkv_slice(a, 0, h), dQKV);
+    from_lanes(dK, a, qkv_slice(a, 1, h), dQKV);
+    from_lanes(dV, a, qkv_slice(a, 2, h), dQKV);
+  }
 }
 
 void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits) {

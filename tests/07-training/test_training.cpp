@@ -304,6 +304,96 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   CHECK(dQKV.block(seq, 0, seq, 3 * d).cwiseAbs().maxCoeff() == 0.0f);   // the other sequence: nothing
 }
 
+TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: forward and backward still right",
+          "[ch07][attention_backward]") {
+  // The model's attention runs one head of 16 sequences at a time (lanes,
+  // training.hpp): 37 sequences are two full groups and a remainder of 5.
+  // The mask lets query 3 see no key and query 4 only keys 1 and 3.
+  Generator gen(737);
+  const int64_t batch = 37, heads = 3, seq = 5, d = 6, d_k = d / heads;
+  Matrix QKV = gen.randn(batch * seq, 3 * d);
+  const Matrix R = gen.randn(batch * seq, d);
+  Mask mask = causal_mask(seq);
+  mask.row(3).setConstant(false);
+  mask.row(4) << false, true, false, true, false;
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  auto loss = [&] {
+    attention_forward(QKV, batch, heads, mask, scores, P, O);
+    return weighted_sum(R, O);
+  };
+  loss();
+  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  require_gradient("attention dQKV, 37 sequences", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+
+  // The forward against the formulas written out per head, in double:
+  // the weights to 1e-6 and the output to 1e-5 (float32 rounding of sums
+  // of 2 and 5 terms of order 1; a wrong lane, head or key is off by 0.1).
+  double worst_P = 0, worst_O = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < seq; ++i) {
+        std::vector<double> w(size_t(seq), 0.0);
+        double max_s = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (int64_t j = 0; j < seq; ++j) {
+          if (!mask(i, j)) continue;
+          double s = 0;
+          for (int64_t c = 0; c < d_k; ++c) s += double(QKV(b * seq + i, h * d_k + c)) * QKV(b * seq + j, d + h * d_k + c);
+          w[size_t(j)] = s / std::sqrt(double(d_k));
+          max_s = std::max(max_s, w[size_t(j)]);
+        }
+        for (int64_t j = 0; j < seq; ++j)
+          if (mask(i, j)) sum += w[size_t(j)] = std::exp(w[size_t(j)] - max_s);
+        for (int64_t j = 0; j < seq; ++j) {
+          if (mask(i, j)) w[size_t(j)] /= sum;
+          worst_P = std::max(worst_P, std::abs(P((b * heads + h) * seq + i, j) - w[size_t(j)]));
+        }
+        for (int64_t c = 0; c < d_k; ++c) {
+          double o = 0;
+          for (int64_t j = 0; j < seq; ++j) o += w[size_t(j)] * QKV(b * seq + j, 2 * d + h * d_k + c);
+          worst_O = std::max(worst_O, std::abs(O(b * seq + i, h * d_k + c) - o));
+        }
+      }
+  INFO("largest |P - formula| " << worst_P << ", |O - formula| " << worst_O);
+  CHECK(worst_P <= 1e-6);
+  CHECK(worst_O <= 1e-5);
+  // Query 3 sees nothing: weights, output and the gradient of its Q are 0.
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) CHECK(P.row((b * heads + h) * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
+    CHECK(O.row(b * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
+    CHECK(dQKV.block(b * seq + 3, 0, 1, d).cwiseAbs().maxCoeff() == 0.0f);
+  }
+}
+
+TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinite score is refused by name",
+          "[ch07][attention_backward]") {
+  Generator gen(738);
+  const int64_t batch = 20, heads = 2, seq = 4, d = 4;
+  Matrix QKV = gen.randn(batch * seq, 3 * d);
+  Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  Matrix dP(P.rows(), P.cols()), dQKV = nan_matrix(QKV.rows(), QKV.cols());
+  attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O);
+  attention_backward(QKV, P, gen.randn(batch * seq, d), batch, heads, dP, dQKV);
+  CHECK(dQKV.allFinite());
+
+  // Sequence 17, token 2, a Q entry of head 1: query 2's first score (key
+  // 0) in head 1 is the first bad one.
+  QKV(17 * seq + 2, 1 * (d / heads)) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O),
+                    Catch::Contains("score of query 2 and key 0 in head 1 of sequence 17 is nan"));
+  // An infinite K entry of key 1, head 0: every score with it is +inf or
+  // -inf, by the sign of the Q entry it meets; query 1 is the first to
+  // meet it. Both signs are refused (-inf would pass as a masked key).
+  QKV(17 * seq + 2, 1 * (d / heads)) = 0.5f;
+  QKV(17 * seq + 1, d) = std::numeric_limits<float>::infinity();
+  for (float q : {1.0f, -1.0f}) {
+    QKV(17 * seq + 1, 0) = q;
+    CHECK_THROWS_WITH(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O),
+                      Catch::Contains(fmt::format("score of query 1 and key 1 in head 0 of sequence 17 is {}",
+                                                  q > 0 ? "inf" : "-inf")));
+  }
+}
+
 // ===========================================================================
 // cross_entropy_backward
 // ===========================================================================
