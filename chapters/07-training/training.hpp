@@ -43,6 +43,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace sa {
@@ -249,7 +250,7 @@ inline auto head_block(const Matrix& M, const AttentionDims& a, int64_t part, in
 }
 
 // ---------------------------------------------------------------------------
-// One head of every sequence at once ("lanes")
+// Every sequence at once ("lanes")
 //
 // For one head of one sequence the products are tiny: (seq, d_k) by
 // (d_k, seq), 12 × 8 by 8 × 12 in the reversal task, about a thousand
@@ -257,61 +258,65 @@ inline auto head_block(const Matrix& M, const AttentionDims& a, int64_t part, in
 // product (packing, blocking) than computing it, and a training step of the
 // reversal task asks for 6,144 of them (2 layers × 4 heads × 128 sequences,
 // 2 products forward and 4 backward): they took 40% of the step.
-// Every sequence's head has the same shape, though, so the model runs each
-// formula on all `batch` sequences together. It copies one head's block of
-// every sequence into a matrix whose columns are the sequences, the lanes:
-//   lanes(i * width + c, b) = entry (i, c) of sequence b's block
-// Then an entry of a formula, say S_ij = Σ_c Q_ic K_jc, is a handful of
-// operations on whole rows of `batch` numbers, which the compiler
-// vectorizes. The arithmetic is the per-head formulas' own; only the order
-// of the loops changed.
+// Every sequence has the same shapes, though, so the model runs each
+// formula on all `batch` sequences together. It transposes a matrix so that
+// its columns are the sequences, the lanes:
+//   lanes(i * M.cols() + c, b) = M(b * seq + i, c)
+// (sequence b's block of rows, read row after row, is column b). Then an
+// entry of a formula, say S_ij = Σ_c Q_ic K_jc, is a handful of operations
+// on whole rows of `batch` numbers, which the compiler vectorizes. The
+// arithmetic is the per-head formulas' own; only the order of the loops
+// changed.
 //
-// A block is found by HeadSlice: entry (i, c) of sequence b is
-//   M(first_row + b * stride + i, col + c).
-struct HeadSlice {
-  int64_t first_row, stride, col, width;
-};
-// Head h's Q (part 0), K (1) or V (2) in QKV; part 0 also finds head h's
-// columns of O, dO and dQKV's dQ.
-inline HeadSlice qkv_slice(const AttentionDims& a, int64_t part, int64_t h) {
-  return {0, a.seq, part * a.d_model + h * a.d_k, a.d_k};
+// The transposition goes by square tiles of one SIMD register's width (16
+// floats with AVX-512), turned inside the registers by Eigen's ptranspose
+// (the kernel its own matrix products use); the edges that do not fill a
+// tile go one number at a time. Copying number by number made the copies
+// cost as much as the arithmetic they serve.
+namespace detail {
+// A SIMD register type as a template argument drops its alignment
+// attribute, harmlessly here (loads and stores are unaligned); GCC and
+// clang say so, and Eigen silences the same warning inside its own headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+// dst (cols, rows) = src (rows, cols) transposed; ld_* are the row strides.
+inline void transpose_into(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr int64_t kTile = Eigen::internal::unpacket_traits<Packet>::size;
+  const int64_t full_rows = rows - rows % kTile, full_cols = cols - cols % kTile;
+  for (int64_t r0 = 0; r0 < full_rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < full_cols; c0 += kTile) {
+      Eigen::internal::PacketBlock<Packet, int(kTile)> tile;
+      for (int64_t k = 0; k < kTile; ++k) tile.packet[k] = Eigen::internal::ploadu<Packet>(src + (r0 + k) * ld_src + c0);
+      Eigen::internal::ptranspose(tile);
+      for (int64_t k = 0; k < kTile; ++k) Eigen::internal::pstoreu(dst + (c0 + k) * ld_dst + r0, tile.packet[k]);
+    }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = r < full_rows ? full_cols : 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
 }
-// Head h's (seq, seq) weights in P's layout (or scores', dP's).
-inline HeadSlice weights_slice(const AttentionDims& a, int64_t h) { return {h * a.seq, a.n_heads * a.seq, 0, a.seq}; }
+#pragma GCC diagnostic pop
+}  // namespace detail
 
-// Copying to and from lanes is a transposition. It goes 16 sequences at a
-// time, reading a row of lanes (or writing one) in one stretch: the other
-// side then touches 16 rows of M, few enough to stay in the L1 cache. The
-// plain order (one sequence at a time) made the copies as slow as the
-// arithmetic they serve.
-inline constexpr int64_t kLaneChunk = 16;
-
-// M is a Matrix, or a Mask whose true becomes 1 and false 0.
+// M has batch * seq rows; lanes becomes (seq * M.cols(), batch). M may be a
+// Mask, whose true becomes 1 and false 0.
 template <class Source>
-void to_lanes(const Source& M, const AttentionDims& a, HeadSlice s, Matrix& lanes) {
-  lanes.resize(a.seq * s.width, a.batch);
-  const int64_t next_sequence = s.stride * M.cols();  // floats from sequence b to b + 1
-  for (int64_t b0 = 0; b0 < a.batch; b0 += kLaneChunk) {
-    const int64_t n = std::min(kLaneChunk, a.batch - b0);
-    for (int64_t i = 0; i < a.seq; ++i)
-      for (int64_t c = 0; c < s.width; ++c) {
-        const auto* from = &M(s.first_row + b0 * s.stride + i, s.col + c);
-        float* to = &lanes(i * s.width + c, b0);
-        for (int64_t b = 0; b < n; ++b) to[b] = from[b * next_sequence];
-      }
+void to_lanes(const Source& M, int64_t batch, Matrix& lanes) {
+  const int64_t per_sequence = M.size() / batch;
+  lanes.resize(per_sequence, batch);
+  if constexpr (std::is_same_v<typename Source::Scalar, float>) {
+    detail::transpose_into(M.data(), batch, per_sequence, per_sequence, lanes.data(), batch);
+  } else {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t r = 0; r < per_sequence; ++r) lanes(r, b) = float(M.data()[b * per_sequence + r]);
   }
 }
-inline void from_lanes(const Matrix& lanes, const AttentionDims& a, HeadSlice s, Matrix& M) {
-  const int64_t next_sequence = s.stride * M.cols();
-  for (int64_t b0 = 0; b0 < a.batch; b0 += kLaneChunk) {
-    const int64_t n = std::min(kLaneChunk, a.batch - b0);
-    for (int64_t i = 0; i < a.seq; ++i)
-      for (int64_t c = 0; c < s.width; ++c) {
-        const float* from = &lanes(i * s.width + c, b0);
-        float* to = &M(s.first_row + b0 * s.stride + i, s.col + c);
-        for (int64_t b = 0; b < n; ++b) to[b * next_sequence] = from[b];
-      }
-  }
+// The way back: M (batch * seq rows, allocated) from its lanes.
+template <class Lanes>  // a Matrix or a Map of one
+void from_lanes(const Lanes& lanes, int64_t batch, Matrix& M) {
+  if (lanes.cols() != batch || lanes.size() != M.size())
+    throw std::invalid_argument(fmt::format("from_lanes: lanes {} do not hold {} for {} sequences", shape_str(lanes),
+                                            shape_str(M), batch));
+  detail::transpose_into(lanes.data(), lanes.rows(), batch, batch, M.data(), lanes.rows());
 }
 
 // Attention dropout for one forward and its backward. The forward reads p
@@ -330,7 +335,7 @@ struct AttentionDropout {
 // the next. Allocated afresh, a dozen of them per call came back from the
 // system as page faults every step (10% of the backward's time).
 struct AttentionLanes {
-  Matrix Q, K, V, S, O, W, P, dO, dP, keep, dS, dQ, dK, dV, row_a, row_b, row_c;
+  Matrix QKV, S, O, W, P, dO, keep, dS, dQKV, row_a, row_b, row_c;
 };
 inline AttentionLanes& attention_lanes() {
   thread_local AttentionLanes lanes;
@@ -380,51 +385,52 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
     throw std::invalid_argument(fmt::format("attention_forward: attention dropout p must be in [0, 1), got {}", dropout->p));
   if (dropout && dropout->active() && !dropout->gen)
     throw std::invalid_argument("attention_forward: attention dropout needs a generator for its draws");
-  const int64_t T = a.seq, d_k = a.d_k;
+  const int64_t T = a.seq, d_k = a.d_k, d = a.d_model, X = QKV.cols();
   // Divide (not multiply by 1/√d_k) as PyTorch's `/ math.sqrt(d_k)` does.
   const float sqrt_dk = std::sqrt(float(d_k));
   P.resize(a.batch * a.n_heads * T, T);
-  // Lanes (see HeadSlice): one head's Q, K, V, scores and output, and the
-  // weights of every head, head h in rows [h T², (h + 1) T²).
+  // Lanes: QKV's row i * 3d + col is entry (i, col) of every sequence, and
+  // the weights' row (h T + i) T + j is weight (i, j) of head h, P's own
+  // order within a sequence; they live in `scores`.
   AttentionLanes& lanes = attention_lanes();
-  Matrix &Q = lanes.Q, &K = lanes.K, &V = lanes.V, &S = lanes.S, &O_h = lanes.O;
+  to_lanes(QKV, a.batch, lanes.QKV);
+  const Matrix& qkv = lanes.QKV;
+  Eigen::Map<Matrix> weights(scores.data(), a.n_heads * T * T, a.batch);
+  Matrix &S = lanes.S, &O_lanes = lanes.O;
   Matrix &row_max = lanes.row_a, &row_min = lanes.row_c, &row_sum = lanes.row_b;
   S.resize(T * T, a.batch);
-  O_h.resize(T * d_k, a.batch);
   row_max.resize(1, a.batch);
   row_min.resize(1, a.batch);
   row_sum.resize(1, a.batch);
-  Eigen::Map<Matrix> weights(scores.data(), a.n_heads * T * T, a.batch);
 
   // 1. The weights of every head: S = Q Kᵀ / √d_k where the mask allows,
   //    and P = chapter 3's softmax over each query's keys (stable: the
   //    maximum is subtracted first; a masked weight is exactly 0, and a
   //    query allowed no key gets a row of zeros).
   for (int64_t h = 0; h < a.n_heads; ++h) {
-    to_lanes(QKV, a, qkv_slice(a, 0, h), Q);
-    to_lanes(QKV, a, qkv_slice(a, 1, h), K);
-    auto P_h = weights.middleRows(h * T * T, T * T);
+    auto Q = [&](int64_t i, int64_t c) { return qkv.row(i * X + h * d_k + c); };
+    auto K = [&](int64_t j, int64_t c) { return qkv.row(j * X + d + h * d_k + c); };
+    auto P_ij = [&](int64_t i, int64_t j) { return weights.row((h * T + i) * T + j); };
     for (int64_t i = 0; i < T; ++i) {
       row_max.setConstant(-std::numeric_limits<float>::infinity());
       row_min.setConstant(std::numeric_limits<float>::infinity());
       for (int64_t j = 0; j < T; ++j) {
         if (!mask(i, j)) continue;
         auto S_ij = S.row(i * T + j);
-        S_ij = Q.row(i * d_k).cwiseProduct(K.row(j * d_k));
-        for (int64_t c = 1; c < d_k; ++c) S_ij += Q.row(i * d_k + c).cwiseProduct(K.row(j * d_k + c));
+        S_ij = Q(i, 0).cwiseProduct(K(j, 0));
+        for (int64_t c = 1; c < d_k; ++c) S_ij += Q(i, c).cwiseProduct(K(j, c));
         S_ij /= sqrt_dk;
         row_max = row_max.cwiseMax(S_ij);
         row_min = row_min.cwiseMin(S_ij);
       }
       row_sum.setZero();
       for (int64_t j = 0; j < T; ++j) {
-        auto P_ij = P_h.row(i * T + j);
         if (!mask(i, j)) {
-          P_ij.setZero();
+          P_ij(i, j).setZero();
           continue;
         }
-        P_ij.array() = (S.row(i * T + j) - row_max).array().exp();
-        row_sum += P_ij;
+        P_ij(i, j).array() = (S.row(i * T + j) - row_max).array().exp();
+        row_sum += P_ij(i, j);
       }
       // A NaN or +inf score makes its lane's sum NaN (exp(NaN), or
       // +inf − +inf); each sum is at most T, so the total is NaN only then.
@@ -434,10 +440,10 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
       // row_sum is 0 only in the lanes of a query allowed no key, whose
       // weights are all 0 already: divide the others.
       for (int64_t j = 0; j < T; ++j)
-        if (mask(i, j)) P_h.row(i * T + j).array() /= row_sum.array();
+        if (mask(i, j)) P_ij(i, j).array() /= row_sum.array();
     }
-    from_lanes(P_h, a, weights_slice(a, h), P);
   }
+  from_lanes(weights, a.batch, P);
   // 2. P's rows are PyTorch's (b, h, i) order, so one dropout call over all
   //    of P draws for the same weights in the same order as F.dropout on the
   //    (batch, n_heads, seq, seq) tensor.
@@ -446,22 +452,22 @@ inline void attention_forward(const Matrix& QKV, int64_t batch, int64_t n_heads,
     DropoutResult result = sa::dropout(P, dropout->p, *dropout->gen);
     dropout->P_drop = std::move(result.output);
     dropout->keep = std::move(result.keep);
+    to_lanes(dropout->P_drop, a.batch, lanes.W);
   }
+  const Eigen::Map<const Matrix> W(dropped ? lanes.W.data() : weights.data(), weights.rows(), a.batch);
   // 3. O = weights · V, head by head: O_ic = Σ_j W_ij V_jc over the allowed
-  //    keys (a masked weight is 0, with or without dropout).
-  Matrix& W_h = lanes.W;
-  for (int64_t h = 0; h < a.n_heads; ++h) {
-    if (dropped) to_lanes(dropout->P_drop, a, weights_slice(a, h), W_h);
-    const Eigen::Map<const Matrix> W(dropped ? W_h.data() : &weights(h * T * T, 0), T * T, a.batch);
-    to_lanes(QKV, a, qkv_slice(a, 2, h), V);
-    O_h.setZero();
+  //    keys (a masked weight is 0, with or without dropout). O's lanes are
+  //    laid out like QKV's: row i d + h d_k + c.
+  O_lanes.setZero(T * d, a.batch);
+  for (int64_t h = 0; h < a.n_heads; ++h)
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
         if (!mask(i, j)) continue;
-        for (int64_t c = 0; c < d_k; ++c) O_h.row(i * d_k + c) += W.row(i * T + j).cwiseProduct(V.row(j * d_k + c));
+        const auto W_ij = W.row((h * T + i) * T + j);
+        for (int64_t c = 0; c < d_k; ++c)
+          O_lanes.row(i * d + h * d_k + c) += W_ij.cwiseProduct(qkv.row(j * X + 2 * d + h * d_k + c));
       }
-    from_lanes(O_h, a, qkv_slice(a, 0, h), O);
-  }
+  from_lanes(O_lanes, a.batch, O);
 }
 
 // EXERCISE. Backward of attention_forward: given dO (batch * seq, d_model),

@@ -55,16 +55,24 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     throw std::invalid_argument(fmt::format("attention_backward: dropout's P_drop {} and keep ({}, {}) are not P's {}",
                                             shape_str(dropout->P_drop), dropout->keep.rows(), dropout->keep.cols(),
                                             shape_str(P)));
-  const int64_t T = a.seq, d_k = a.d_k;
+  const int64_t T = a.seq, d_k = a.d_k, d = a.d_model, X = QKV.cols();
   const float sqrt_dk = std::sqrt(float(d_k));
-  // The formulas run on one head of every sequence at once, in lanes (see
-  // HeadSlice in training.hpp): X.row(i * d_k + c) holds entry (i, c) of
-  // every sequence's Q, K, V or dO block, W.row(i * T + j) weight (i, j).
+  // The formulas run on every sequence at once, in lanes (see to_lanes in
+  // training.hpp): each Q(i, c), dO(i, c), P(i, j) below is a row holding
+  // that entry of every sequence.
   AttentionLanes& lanes = attention_lanes();
-  Matrix &Q = lanes.Q, &K = lanes.K, &V = lanes.V, &dO_h = lanes.dO, &W = lanes.W, &P_h = lanes.P;
-  Matrix &keep = lanes.keep, &dS = lanes.dS, &dQ = lanes.dQ, &dK = lanes.dK, &dV = lanes.dV;
-  Matrix& row_dot = lanes.row_a;
-  for (Matrix* m : {&dS, &dQ, &dK, &dV}) m->resize(m == &dS ? T * T : T * d_k, a.batch);
+  to_lanes(QKV, a.batch, lanes.QKV);
+  to_lanes(dO, a.batch, lanes.dO);
+  to_lanes(P, a.batch, lanes.P);
+  if (dropped) {
+    to_lanes(dropout->P_drop, a.batch, lanes.W);
+    to_lanes(dropout->keep, a.batch, lanes.keep);
+  }
+  const Matrix &qkv = lanes.QKV, &dO_lanes = lanes.dO, &P_lanes = lanes.P;
+  const Matrix& W_lanes = dropped ? lanes.W : lanes.P;  // what multiplied V
+  Matrix &dqkv = lanes.dQKV, &dS = lanes.dS, &row_dot = lanes.row_a;
+  dqkv.setZero(T * X, a.batch);
+  dS.resize(T * T, a.batch);
   row_dot.resize(1, a.batch);
   Eigen::Map<Matrix> dW(dP.data(), T * T, a.batch);  // dP is the work buffer for dL/dW of one head
   // With dropout, O = P_drop V and P_drop = P ∘ keep / (1 − p) (chapter 6).
@@ -72,19 +80,20 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
   std::vector<char> used(size_t(T * T));
 
   for (int64_t h = 0; h < a.n_heads; ++h) {
-    to_lanes(QKV, a, qkv_slice(a, 0, h), Q);
-    to_lanes(QKV, a, qkv_slice(a, 1, h), K);
-    to_lanes(QKV, a, qkv_slice(a, 2, h), V);
-    to_lanes(dO, a, qkv_slice(a, 0, h), dO_h);
-    to_lanes(P, a, weights_slice(a, h), P_h);
-    if (dropped) {
-      to_lanes(dropout->P_drop, a, weights_slice(a, h), W);
-      to_lanes(dropout->keep, a, weights_slice(a, h), keep);
-    }
-    const Matrix& weights = dropped ? W : P_h;  // what multiplied V
+    const int64_t q = h * d_k, k = d + h * d_k, v = 2 * d + h * d_k;  // head h's columns in QKV
+    auto Q = [&](int64_t i, int64_t c) { return qkv.row(i * X + q + c); };
+    auto K = [&](int64_t j, int64_t c) { return qkv.row(j * X + k + c); };
+    auto V = [&](int64_t j, int64_t c) { return qkv.row(j * X + v + c); };
+    auto dQ = [&](int64_t i, int64_t c) { return dqkv.row(i * X + q + c); };
+    auto dK = [&](int64_t j, int64_t c) { return dqkv.row(j * X + k + c); };
+    auto dV = [&](int64_t j, int64_t c) { return dqkv.row(j * X + v + c); };
+    auto dO_ = [&](int64_t i, int64_t c) { return dO_lanes.row(i * d + q + c); };
+    auto P_ = [&](int64_t i, int64_t j) { return P_lanes.row((h * T + i) * T + j); };
+    auto W_ = [&](int64_t i, int64_t j) { return W_lanes.row((h * T + i) * T + j); };
     // A weight that is 0 in every sequence (a masked one) passes nothing
     // back, in any of the formulas below: skip it.
-    for (int64_t ij = 0; ij < T * T; ++ij) used[size_t(ij)] = P_h.row(ij).cwiseAbs().maxCoeff() > 0;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) used[size_t(i * T + j)] = P_(i, j).cwiseAbs().maxCoeff() > 0;
 
     // O = W V with W = P, or P_drop in training with dropout: a matrix
     // product, so dV = Wᵀ dO and dW = dO Vᵀ (chapter-1 rules for Y = X W,
@@ -92,16 +101,15 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     //   dV_jc = Σ_i W_ij dO_ic,   dW_ij = Σ_c dO_ic V_jc.
     // With dropout, chapter 6's backward turns dW = dL/dP_drop into dL/dP:
     //   dP_ij = dW_ij / (1 − p) where the weight was kept, 0 where dropped.
-    dV.setZero();
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
         if (!used[size_t(i * T + j)]) continue;
         auto dW_ij = dW.row(i * T + j);
-        dW_ij = dO_h.row(i * d_k).cwiseProduct(V.row(j * d_k));
-        for (int64_t c = 1; c < d_k; ++c) dW_ij += dO_h.row(i * d_k + c).cwiseProduct(V.row(j * d_k + c));
-        for (int64_t c = 0; c < d_k; ++c)
-          dV.row(j * d_k + c) += weights.row(i * T + j).cwiseProduct(dO_h.row(i * d_k + c));
-        if (dropped) dW_ij = (keep.row(i * T + j).array() != 0).select(dW_ij * survivor_scale, 0.0f);
+        dW_ij = dO_(i, 0).cwiseProduct(V(j, 0));
+        for (int64_t c = 1; c < d_k; ++c) dW_ij += dO_(i, c).cwiseProduct(V(j, c));
+        for (int64_t c = 0; c < d_k; ++c) dV(j, c) += W_(i, j).cwiseProduct(dO_(i, c));
+        if (dropped)
+          dW_ij = (lanes.keep.row((h * T + i) * T + j).array() != 0).select(dW_ij * survivor_scale, 0.0f);
       }
     const auto& dP_h = dW;  // from here on dL/dP
 
@@ -111,28 +119,27 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     // S = Q Kᵀ / √d_k: dQ = dS K / √d_k and dK = dSᵀ Q / √d_k, that is
     //   dQ_ic = Σ_j dS_ij K_jc / √d_k,   dK_jc = Σ_i dS_ij Q_ic / √d_k.
     // (Kᵀ in the forward is why K's gradient sums over the queries i.)
-    dQ.setZero();
-    dK.setZero();
     for (int64_t i = 0; i < T; ++i) {
       row_dot.setZero();
       for (int64_t j = 0; j < T; ++j)
-        if (used[size_t(i * T + j)]) row_dot += P_h.row(i * T + j).cwiseProduct(dP_h.row(i * T + j));
+        if (used[size_t(i * T + j)]) row_dot += P_(i, j).cwiseProduct(dP_h.row(i * T + j));
       for (int64_t j = 0; j < T; ++j) {
         if (!used[size_t(i * T + j)]) continue;
         auto dS_ij = dS.row(i * T + j);
-        dS_ij = P_h.row(i * T + j).cwiseProduct(dP_h.row(i * T + j) - row_dot);
+        dS_ij = P_(i, j).cwiseProduct(dP_h.row(i * T + j) - row_dot);
         for (int64_t c = 0; c < d_k; ++c) {
-          dQ.row(i * d_k + c) += dS_ij.cwiseProduct(K.row(j * d_k + c));
-          dK.row(j * d_k + c) += dS_ij.cwiseProduct(Q.row(i * d_k + c));
+          dQ(i, c) += dS_ij.cwiseProduct(K(j, c));
+          dK(j, c) += dS_ij.cwiseProduct(Q(i, c));
         }
       }
     }
-    dQ /= sqrt_dk;
-    dK /= sqrt_dk;
-    from_lanes(dQ, a, qkv_slice(a, 0, h), dQKV);
-    from_lanes(dK, a, qkv_slice(a, 1, h), dQKV);
-    from_lanes(dV, a, qkv_slice(a, 2, h), dQKV);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t c = 0; c < d_k; ++c) {
+        dQ(i, c) /= sqrt_dk;
+        dK(i, c) /= sqrt_dk;
+      }
   }
+  from_lanes(dqkv, a.batch, dQKV);
 }
 
 void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits) {
