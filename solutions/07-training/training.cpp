@@ -58,8 +58,9 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
   const int64_t T = a.seq, d_k = a.d_k, d = a.d_model, X = QKV.cols();
   const float sqrt_dk = std::sqrt(float(d_k));
   // The formulas run on every sequence at once, in lanes (see to_lanes in
-  // training.hpp): each Q(i, c), dO(i, c), P(i, j) below is a row holding
-  // that entry of every sequence.
+  // training.hpp): row i * 3d + col of qkv holds entry (i, col) of every
+  // sequence's QKV (dO's and dQKV's likewise), and row (h T + i) T + j of
+  // P's lanes weight (i, j) of head h; lane_rows gathers the terms of a sum.
   AttentionLanes& lanes = attention_lanes();
   to_lanes(QKV, a.batch, lanes.QKV);
   to_lanes(dO, a.batch, lanes.dO);
@@ -81,63 +82,79 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
 
   for (int64_t h = 0; h < a.n_heads; ++h) {
     const int64_t q = h * d_k, k = d + h * d_k, v = 2 * d + h * d_k;  // head h's columns in QKV
-    auto Q = [&](int64_t i, int64_t c) { return qkv.row(i * X + q + c); };
-    auto K = [&](int64_t j, int64_t c) { return qkv.row(j * X + k + c); };
-    auto V = [&](int64_t j, int64_t c) { return qkv.row(j * X + v + c); };
-    auto dQ = [&](int64_t i, int64_t c) { return dqkv.row(i * X + q + c); };
-    auto dK = [&](int64_t j, int64_t c) { return dqkv.row(j * X + k + c); };
-    auto dV = [&](int64_t j, int64_t c) { return dqkv.row(j * X + v + c); };
-    auto dO_ = [&](int64_t i, int64_t c) { return dO_lanes.row(i * d + q + c); };
-    auto P_ = [&](int64_t i, int64_t j) { return P_lanes.row((h * T + i) * T + j); };
-    auto W_ = [&](int64_t i, int64_t j) { return W_lanes.row((h * T + i) * T + j); };
+    // Row (h T + i) T + j of the weights' lanes is weight (i, j) of head h.
+    const int64_t w = h * T * T;
     // A weight that is 0 in every sequence (a masked one) passes nothing
-    // back, in any of the formulas below: skip it.
+    // back: each sum below runs over the span of entries that are not.
+    for (int64_t ij = 0; ij < T * T; ++ij) used[size_t(ij)] = P_lanes.row(w + ij).cwiseAbs().maxCoeff() > 0;
+    std::vector<KeySpan> keys_of(size_t(T), KeySpan{T, -1}), queries_of(size_t(T), KeySpan{T, -1});
     for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < T; ++j) used[size_t(i * T + j)] = P_(i, j).cwiseAbs().maxCoeff() > 0;
+      for (int64_t j = 0; j < T; ++j)
+        if (used[size_t(i * T + j)]) {
+          keys_of[size_t(i)] = {std::min(keys_of[size_t(i)].first, j), j};
+          queries_of[size_t(j)] = {std::min(queries_of[size_t(j)].first, i), i};
+        }
 
     // O = W V with W = P, or P_drop in training with dropout: a matrix
     // product, so dV = Wᵀ dO and dW = dO Vᵀ (chapter-1 rules for Y = X W,
     // with W in the role of X):
-    //   dV_jc = Σ_i W_ij dO_ic,   dW_ij = Σ_c dO_ic V_jc.
+    //   dW_ij = Σ_c dO_ic V_jc,   dV_jc = Σ_i W_ij dO_ic.
     // With dropout, chapter 6's backward turns dW = dL/dP_drop into dL/dP:
     //   dP_ij = dW_ij / (1 − p) where the weight was kept, 0 where dropped.
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
         if (!used[size_t(i * T + j)]) continue;
         auto dW_ij = dW.row(i * T + j);
-        dW_ij = dO_(i, 0).cwiseProduct(V(j, 0));
-        for (int64_t c = 1; c < d_k; ++c) dW_ij += dO_(i, c).cwiseProduct(V(j, c));
-        for (int64_t c = 0; c < d_k; ++c) dV(j, c) += W_(i, j).cwiseProduct(dO_(i, c));
-        if (dropped)
-          dW_ij = (lanes.keep.row((h * T + i) * T + j).array() != 0).select(dW_ij * survivor_scale, 0.0f);
+        dW_ij = (lane_rows(dO_lanes, i * d + q, d_k).array() * lane_rows(qkv, j * X + v, d_k).array()).colwise().sum();
+        if (dropped) dW_ij = (lanes.keep.row(w + i * T + j).array() != 0).select(dW_ij * survivor_scale, 0.0f);
       }
+    for (int64_t j = 0; j < T; ++j) {
+      const KeySpan queries = queries_of[size_t(j)];
+      if (queries.count() == 0) continue;
+      const auto W_j = lane_rows(W_lanes, w + queries.first * T + j, queries.count(), T);  // W_ij over the span
+      for (int64_t c = 0; c < d_k; ++c)
+        dqkv.row(j * X + v + c) =
+            (W_j.array() * lane_rows(dO_lanes, queries.first * d + q + c, queries.count(), d).array()).colwise().sum();
+    }
     const auto& dP_h = dW;  // from here on dL/dP
 
     // P = softmax(S), row by row: chapter 3's vector-Jacobian product
     //   dS_ij = P_ij (dP_ij − Σ_j' P_ij' dP_ij')
-    // for every query. It takes P, the weights before dropout.
+    // for every query. It takes P, the weights before dropout. An unused
+    // entry gets dS = 0 (its dP was never written).
+    for (int64_t i = 0; i < T; ++i) {
+      row_dot.setZero();
+      for (int64_t j = 0; j < T; ++j)
+        if (used[size_t(i * T + j)]) row_dot += P_lanes.row(w + i * T + j).cwiseProduct(dP_h.row(i * T + j));
+      for (int64_t j = 0; j < T; ++j) {
+        auto dS_ij = dS.row(i * T + j);
+        if (used[size_t(i * T + j)])
+          dS_ij = P_lanes.row(w + i * T + j).cwiseProduct(dP_h.row(i * T + j) - row_dot);
+        else
+          dS_ij.setZero();
+      }
+    }
     // S = Q Kᵀ / √d_k: dQ = dS K / √d_k and dK = dSᵀ Q / √d_k, that is
     //   dQ_ic = Σ_j dS_ij K_jc / √d_k,   dK_jc = Σ_i dS_ij Q_ic / √d_k.
     // (Kᵀ in the forward is why K's gradient sums over the queries i.)
     for (int64_t i = 0; i < T; ++i) {
-      row_dot.setZero();
-      for (int64_t j = 0; j < T; ++j)
-        if (used[size_t(i * T + j)]) row_dot += P_(i, j).cwiseProduct(dP_h.row(i * T + j));
-      for (int64_t j = 0; j < T; ++j) {
-        if (!used[size_t(i * T + j)]) continue;
-        auto dS_ij = dS.row(i * T + j);
-        dS_ij = P_(i, j).cwiseProduct(dP_h.row(i * T + j) - row_dot);
-        for (int64_t c = 0; c < d_k; ++c) {
-          dQ(i, c) += dS_ij.cwiseProduct(K(j, c));
-          dK(j, c) += dS_ij.cwiseProduct(Q(i, c));
-        }
-      }
+      const KeySpan keys = keys_of[size_t(i)];
+      if (keys.count() == 0) continue;
+      const auto dS_i = lane_rows(dS, i * T + keys.first, keys.count());  // dS_ij over the span
+      for (int64_t c = 0; c < d_k; ++c)
+        dqkv.row(i * X + q + c) =
+            (dS_i.array() * lane_rows(qkv, keys.first * X + k + c, keys.count(), X).array()).colwise().sum() /
+            sqrt_dk;
     }
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t c = 0; c < d_k; ++c) {
-        dQ(i, c) /= sqrt_dk;
-        dK(i, c) /= sqrt_dk;
-      }
+    for (int64_t j = 0; j < T; ++j) {
+      const KeySpan queries = queries_of[size_t(j)];
+      if (queries.count() == 0) continue;
+      const auto dS_j = lane_rows(dS, queries.first * T + j, queries.count(), T);  // dS_ij over the span
+      for (int64_t c = 0; c < d_k; ++c)
+        dqkv.row(j * X + k + c) =
+            (dS_j.array() * lane_rows(qkv, queries.first * X + q + c, queries.count(), X).array()).colwise().sum() /
+            sqrt_dk;
+    }
   }
   from_lanes(dqkv, a.batch, dQKV);
 }
@@ -186,13 +203,16 @@ void adam_step(std::span<float> param, std::span<const float> grad, std::span<fl
   const float bias_correction2_sqrt = float(std::sqrt(bias_correction2));
   const float eps = float(cfg.eps);
 
-  for (size_t i = 0; i < param.size(); ++i) {
-    const float g = grad[i];
-    m[i] = m[i] * beta1 + one_minus_beta1 * g;       // running mean of g
-    v[i] = v[i] * beta2 + one_minus_beta2 * g * g;   // running mean of g²
-    const float denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps;
-    param[i] += -step_size * m[i] / denom;
-  }
+  // Element by element, written on whole arrays so that the compiler
+  // vectorizes it (a loop calling std::sqrt does not vectorize: sqrt may set
+  // errno). Each element's operations and their order are the same.
+  using Array = Eigen::Map<Eigen::ArrayXf>;
+  Array theta(param.data(), Eigen::Index(param.size())), m_t(m.data(), Eigen::Index(m.size())),
+      v_t(v.data(), Eigen::Index(v.size()));
+  const Eigen::Map<const Eigen::ArrayXf> g(grad.data(), Eigen::Index(grad.size()));
+  m_t = m_t * beta1 + one_minus_beta1 * g;      // running mean of g
+  v_t = v_t * beta2 + one_minus_beta2 * g * g;  // running mean of g²
+  theta += -step_size * m_t / (v_t.sqrt() / bias_correction2_sqrt + eps);
 }
 
 }  // namespace sa

@@ -5,8 +5,8 @@
 //     excerpt of the output. Its lines must appear in the output in the same
 //     order and consecutively, except that a line holding only "..." stands
 //     for any number of omitted lines. Trailing spaces do not count, and
-//     timings ("3.75 s", "11.3 ms") are compared as <time>, since they differ
-//     from run to run.
+//     timings ("3.75 s", "11.3 ms"), with the spaces before them, are
+//     compared as <time>, since they differ from run to run.
 //  2. The numbered headings "## N. Title" are the program's "Step N. Title"
 //     lines, one for one, in order, with the same titles.
 //
@@ -34,8 +34,10 @@ std::vector<std::string> read_lines(const char* path) {
 }
 
 std::string normalise(std::string line) {
-  static const std::regex timing(R"(\b[0-9]+(\.[0-9]+)?( ?)(ms|us|µs|s|min)\b)");
-  line = std::regex_replace(line, timing, "<time>");
+  // The spaces before a timing go with it: a column of times is padded to
+  // its width, which changes when a time crosses 10 s.
+  static const std::regex timing(R"( *\b[0-9]+(\.[0-9]+)?( ?)(ms|us|µs|s|min)\b)");
+  line = std::regex_replace(line, timing, " <time>");
   while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
   return line;
 }
