@@ -72,7 +72,7 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
   const Matrix &qkv = lanes.QKV, &dO_lanes = lanes.dO, &P_lanes = lanes.P;
   const Matrix& W_lanes = dropped ? lanes.W : lanes.P;  // what multiplied V
   Matrix &dqkv = lanes.dQKV, &dS = lanes.dS, &row_dot = lanes.row_a;
-  dqkv.setZero(T * X, a.batch);
+  dqkv.resize(T * X, a.batch);  // every row is written below
   dS.resize(T * T, a.batch);
   row_dot.resize(1, a.batch);
   Eigen::Map<Matrix> dW(dP.data(), T * T, a.batch);  // dP is the work buffer for dL/dW of one head
@@ -110,7 +110,11 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
       }
     for (int64_t j = 0; j < T; ++j) {
       const KeySpan queries = queries_of[size_t(j)];
-      if (queries.count() == 0) continue;
+      if (queries.count() == 0) {  // a key no query used: no gradient reaches its K and V
+        dqkv.middleRows(j * X + k, d_k).setZero();
+        dqkv.middleRows(j * X + v, d_k).setZero();
+        continue;
+      }
       const auto W_j = lane_rows(W_lanes, w + queries.first * T + j, queries.count(), T);  // W_ij over the span
       for (int64_t c = 0; c < d_k; ++c)
         dqkv.row(j * X + v + c) =
@@ -139,7 +143,10 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     // (Kᵀ in the forward is why K's gradient sums over the queries i.)
     for (int64_t i = 0; i < T; ++i) {
       const KeySpan keys = keys_of[size_t(i)];
-      if (keys.count() == 0) continue;
+      if (keys.count() == 0) {  // a query that used no key: no gradient reaches its Q
+        dqkv.middleRows(i * X + q, d_k).setZero();
+        continue;
+      }
       const auto dS_i = lane_rows(dS, i * T + keys.first, keys.count());  // dS_ij over the span
       for (int64_t c = 0; c < d_k; ++c)
         dqkv.row(i * X + q + c) =
@@ -148,7 +155,7 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
     }
     for (int64_t j = 0; j < T; ++j) {
       const KeySpan queries = queries_of[size_t(j)];
-      if (queries.count() == 0) continue;
+      if (queries.count() == 0) continue;  // zeroed above
       const auto dS_j = lane_rows(dS, queries.first * T + j, queries.count(), T);  // dS_ij over the span
       for (int64_t c = 0; c < d_k; ++c)
         dqkv.row(j * X + k + c) =
