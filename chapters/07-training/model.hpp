@@ -246,6 +246,7 @@ struct BlockCache {
   LayerNormCache ln2;
   Matrix m;          // LayerNorm2(x_mid), (rows, d)
   Matrix h, g;       // h = m W1 + b1 and g = GELU(h), (rows, d_ff)
+  Matrix Phi;        // Φ(h), GELU's cache for its backward, (rows, d_ff)
   Matrix x_out;      // x_mid + g W2 + b2, (rows, d)
 };
 
@@ -320,6 +321,7 @@ struct Workspace {
       c.m.resize(r, d);
       c.h.resize(r, cfg.d_ff);
       c.g.resize(r, cfg.d_ff);
+      c.Phi.resize(r, cfg.d_ff);
       c.x_out.resize(r, d);
       blocks.push_back(std::move(c));
     }
@@ -438,7 +440,7 @@ class TinyTransformer {
       // x_out = x_mid + FFN(x_mid): the identity passes d_x through, the
       // feed-forward branch adds its part.
       linear_backward(cache.g, block.fc2, after_att.d_x, after_att.d_g, block_grads.fc2);
-      gelu_backward(cache.h, after_att.d_g, after_att.d_h);
+      gelu_backward(cache.h, cache.Phi, after_att.d_g, after_att.d_h);
       linear_backward(cache.m, block.fc1, after_att.d_h, after_att.d_m, block_grads.fc1);
       layernorm_backward(after_att.d_m, cache.ln2, block.ln2, after_att.d_ln, block_grads.ln2);
       after_att.d_x += after_att.d_ln;  // now the gradient of x_mid
@@ -502,7 +504,7 @@ class TinyTransformer {
       // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
       layernorm_forward(cache.x_mid, block.ln2, cache.m, cache.ln2);
       linear_forward(cache.m, block.fc1, cache.h);
-      gelu_forward(cache.h, cache.g);
+      gelu_forward(cache.h, cache.g, cache.Phi);
       linear_forward(cache.g, block.fc2, cache.x_out);
       cache.x_out += cache.x_mid;
       x = &cache.x_out;

@@ -180,26 +180,34 @@ void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const Lay
 // GELU, the exact form: GELU(x) = x Φ(x) = ½ x (1 + erf(x / √2)).
 //   This is PyTorch's nn.GELU() default (approximate='none'), not the tanh
 //   approximation GPT-2 used.
-//   cache: X, the input
+//   cache: X, the input, and Φ(X), which the backward needs again (erf is
+//   the dearest part of both passes, so it is computed once)
 // ===========================================================================
-inline void gelu_forward(const Matrix& X, Matrix& Y) {
+inline void gelu_forward(const Matrix& X, Matrix& Y, Matrix& Phi) {
   detail::expect_shape("gelu_forward", "Y", Y, X.rows(), X.cols());
+  detail::expect_shape("gelu_forward", "Phi", Phi, X.rows(), X.cols());
   // Eigen's erf is vectorized; std::erf element by element made GELU the
   // slowest layer of the model.
   const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
-  Y.array() = 0.5f * X.array() * (1.0f + (X.array() * inv_sqrt2).erf());
+  Phi.array() = 0.5f * (1.0f + (X.array() * inv_sqrt2).erf());
+  Y.array() = X.array() * Phi.array();
+}
+// Without a cache (inference: nothing will go backward).
+inline void gelu_forward(const Matrix& X, Matrix& Y) {
+  Matrix Phi(X.rows(), X.cols());
+  gelu_forward(X, Y, Phi);
 }
 
 // GELU'(x) = Φ(x) + x φ(x), with Φ the standard normal CDF and
 // φ(x) = exp(−x²/2) / √(2π) its density (the derivative of x Φ(x) by the
 // product rule). dX = dY ∘ GELU'(X).
-inline void gelu_backward(const Matrix& X, const Matrix& dY, Matrix& dX) {
+inline void gelu_backward(const Matrix& X, const Matrix& Phi, const Matrix& dY, Matrix& dX) {
+  detail::expect_shape("gelu_backward", "Phi", Phi, X.rows(), X.cols());
   detail::expect_shape("gelu_backward", "dY", dY, X.rows(), X.cols());
   detail::expect_shape("gelu_backward", "dX", dX, X.rows(), X.cols());
-  const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
   const float inv_sqrt_2pi = float(1.0 / std::sqrt(2.0 * std::numbers::pi));
   const auto x = X.array();
-  dX.array() = dY.array() * (0.5f * (1.0f + (x * inv_sqrt2).erf()) + x * inv_sqrt_2pi * (-0.5f * x.square()).exp());
+  dX.array() = dY.array() * (Phi.array() + x * inv_sqrt_2pi * (-0.5f * x.square()).exp());
 }
 
 // ===========================================================================
