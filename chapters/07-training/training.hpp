@@ -67,8 +67,15 @@ inline void linear_forward(const Matrix& X, const Linear& layer, Matrix& Y) {
     throw std::invalid_argument(
         fmt::format("linear_forward: X is {} but W is {}", shape_str(X), shape_str(layer.W)));
   detail::expect_shape("linear_forward", "Y", Y, X.rows(), layer.d_out());
-  Y.noalias() = X * layer.W;
-  if (layer.b) Y.rowwise() += *layer.b;
+  // Y starts as the bias rows and the product is added to it: Eigen would
+  // otherwise zero Y before the product and add b in another pass (the
+  // same sums, b + X W, one pass fewer).
+  if (layer.b) {
+    Y.rowwise() = *layer.b;
+    Y.noalias() += X * layer.W;
+  } else {
+    Y.noalias() = X * layer.W;
+  }
 }
 
 // Y = X W + b, one row at a time: y_i = x_i W + b. Then
