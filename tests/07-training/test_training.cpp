@@ -317,12 +317,18 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
   mask.row(3).setConstant(false);
   mask.row(4) << false, true, false, true, false;
   Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  // First a pass without a mask, so that any buffer the two functions keep
+  // between calls holds numbers everywhere: an entry the masked pass below
+  // forgets to write would show.
+  attention_forward(QKV, batch, heads, Mask::Constant(seq, seq, true), scores, P, O);
+  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
   auto loss = [&] {
     attention_forward(QKV, batch, heads, mask, scores, P, O);
     return weighted_sum(R, O);
   };
   loss();
-  Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
+  dQKV = nan_matrix(QKV.rows(), QKV.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
   require_gradient("attention dQKV, 37 sequences", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
 
