@@ -1,5 +1,5 @@
 // Chapter 7, task 2: next-token prediction on a small sentence corpus with
-// three models (one head or four, bidirectional or causal), what training
+// three models (one head or several, bidirectional or causal), what training
 // did to each head, and the source material's pattern analyzer over them.
 #include "07-training/analysis.hpp"
 #include "07-training/checkpoint.hpp"
@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -375,7 +376,7 @@ void step_the_corpus(const Options& o, const Corpus& corpus, const CorpusSplit& 
       "here, unless it cheats.");
 }
 
-// Step "Three models: one head or four, bidirectional or causal". Returns
+// Step "Three models: one head or four (--corpus-heads), bidirectional or causal". Returns
 // them untrained, with each head's weights on --text.
 std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpus, uint64_t seed,
                                            const std::vector<int64_t>& text_ids,
@@ -738,7 +739,10 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
 
   next_step("The corpus: predict every next word");
   step_the_corpus(o, corpus, split);
-  next_step("Three models: one head or four, bidirectional or causal");
+  // "four" by default: --corpus-heads changes the count, and the title follows.
+  constexpr std::array<const char*, 8> kWords{"two", "three", "four", "five", "six", "seven", "eight", "nine"};
+  const std::string heads = o.corpus_heads <= 9 ? kWords[size_t(o.corpus_heads - 2)] : std::to_string(o.corpus_heads);
+  next_step(fmt::format("Three models: one head or {}, bidirectional or causal", heads));
   std::vector<CorpusModel> models = step_three_models(o, corpus, cli.seed, text_ids, labels);
   next_step("Training the three models");
   step_training_the_models(o, corpus, split, text_ids, cli.seed, models);
