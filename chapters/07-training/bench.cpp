@@ -154,7 +154,10 @@ void run(int argc, char** argv) {
                          "4 heads, 2 layers, batch 128, 5000 samples).",
           "07-training-bench");
   cli.add("--steps", &steps, "training steps timed for the step median", IntRange{5, 100000});
-  cli.add("--epochs", &epochs, "epochs timed for the epoch median", IntRange{1, 1000});
+  cli.add("--epochs", &epochs,
+          "at least this many epochs timed for the epoch median (the run goes on until 99% held-out accuracy "
+          "or --max-epochs)",
+          IntRange{1, 1000});
   cli.add("--max-epochs", &max_epochs, "give up the run to 99% after this many epochs", IntRange{1, 1000});
   cli.add_flag("--pytorch", &pytorch, "also time the PyTorch twin (needs /usr/bin/python3 with torch)");
   cli.add("--torch-steps", &torch_steps, "steps timed for PyTorch's median", IntRange{5, 10000});
@@ -227,7 +230,7 @@ void run(int argc, char** argv) {
       fmt::print("  99% held-out token accuracy: epoch {}, after {:.2f} s wall, {:.2f} s CPU\n", *reached, at_99.wall,
                  at_99.cpu);
     else
-      fmt::print("  99% held-out token accuracy: not reached in {} epochs\n", max_epochs);
+      fmt::print("  99% held-out token accuracy: not reached in {} epochs\n", t.size());
   }
 
   // 3. The PyTorch twin, same machine, same moment.
