@@ -6,18 +6,27 @@
 //    `./book check`:
 //        start TAB <test case> TAB <function under test>     (when it begins)
 //        <pass|fail|todo|crash> TAB <test case> TAB <first failure> TAB <hint>
+//        where TAB <function>        (after a caught signal: see below)
 //    A `start` line without its end line tells `check` the process died in
 //    that test case (a crash, a hang killed by the time limit, an exit()).
+//    The function under test is the test case's tag, but a whole-model test
+//    calls many exercises; when a signal stops the test (a crash, or the
+//    SIGTERM of check's time limit) the `where` line names the innermost
+//    exercise function on the stack, the one that crashed or never returned.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "sa/exercise.hpp"
 
 #include <cxxabi.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -151,6 +160,42 @@ std::string function_under_test(const Catch::TestCaseInfo& info) {
   return "";
 }
 
+// Every function some test case is about: the tags of all test cases.
+std::set<std::string> functions_under_test() {
+  std::set<std::string> names;
+  for (const Catch::TestCase& test : Catch::getRegistryHub().getTestCaseRegistry().getAllTests())
+    for (const std::string& tag : test.tags)
+      if (!(tag.size() == 4 && starts_with(tag, "ch"))) names.insert(tag);
+  return names;
+}
+
+// The innermost frame of the current stack that is one of `functions`.
+// Called from Catch2's signal handler, where the stack below it is the one
+// the signal interrupted. Symbols come from the executable's dynamic table
+// (the suites link with ENABLE_EXPORTS); an address is only named by a
+// symbol whose extent contains it, so a static helper is skipped, never
+// misnamed. Not async-signal-safe (dladdr, the demangler): acceptable in a
+// process that is about to die, and `check` falls back to the test case's
+// tag if nothing is written.
+std::string innermost_of(const std::set<std::string>& functions) {
+  void* frames[128];
+  const int n = backtrace(frames, 128);
+  for (int i = 0; i < n; ++i) {
+    Dl_info info{};
+    void* entry = nullptr;  // dladdr1 writes a const ElfW(Sym)* here
+    if (!dladdr1(frames[i], &info, &entry, RTLD_DL_SYMENT) || !info.dli_sname || !entry || !info.dli_saddr) continue;
+    const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+    const auto at = static_cast<const char*>(frames[i]), start = static_cast<const char*>(info.dli_saddr);
+    if (at < start || at > start + symbol->st_size) continue;  // a return address may sit just past the end
+    std::string name = demangle(info.dli_sname);
+    // "sa::focus(Matrix const&)", or a lambda inside it: "sa::focus(...)::{lambda()#1}::operator()() const"
+    name = name.substr(0, name.find('('));                      // drop the parameters and what follows
+    if (const auto colon = name.rfind(':'); colon != std::string::npos) name = name.substr(colon + 1);  // and namespaces
+    if (functions.count(name)) return name;
+  }
+  return "";
+}
+
 class CheckReport : public Catch::TestEventListenerBase {
  public:
   using TestEventListenerBase::TestEventListenerBase;
@@ -170,6 +215,13 @@ class CheckReport : public Catch::TestEventListenerBase {
     sections_.clear();
     first_failure_.clear();
     hint_.clear();
+    // Ready before any signal: the set, and backtrace()'s first call, which
+    // loads the unwinder.
+    if (functions_.empty()) {
+      functions_ = functions_under_test();
+      void* warm_up[1];
+      backtrace(warm_up, 1);
+    }
     if (const char* path = report_path()) {
       std::ofstream out(path, std::ios::app);
       out << "start\t" << one_line(info.name) << '\t' << function_under_test(info) << std::endl;
@@ -177,6 +229,13 @@ class CheckReport : public Catch::TestEventListenerBase {
   }
 
   bool assertionEnded(const Catch::AssertionStats& stats) override {
+    if (stats.assertionResult.getResultType() == Catch::ResultWas::FatalErrorCondition) {
+      if (const char* path = report_path()) {
+        const std::string where = innermost_of(functions_);
+        std::ofstream out(path, std::ios::app);
+        if (!where.empty()) out << "where\t" << where << std::endl;
+      }
+    }
     if (!stats.assertionResult.succeeded() && first_failure_.empty()) {
       auto [message, hint] = describe(stats);
       hint_ = hint;
@@ -209,6 +268,7 @@ class CheckReport : public Catch::TestEventListenerBase {
   }
   std::string first_failure_, hint_;
   std::vector<std::string> sections_;
+  std::set<std::string> functions_;
 };
 
 }  // namespace

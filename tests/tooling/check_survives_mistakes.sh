@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The exercise loop against the mistakes readers make (ctest label `tooling`).
 #
-# On a copy of the repository, with the reference solutions of chapters 2, 3
-# and 5 copied into exercises/, inject into chapter 3 an endless loop
+# On a copy of the repository, with the reference solutions of chapters 2 to
+# 5 copied into exercises/, inject into chapter 3 an endless loop
 # (row_entropy), a segmentation fault (focus), abort() (softmax_backward) and a
 # wrong value (attention's output doubled); into chapter 5 `throw 42`
-# (mask_and) and std::exit(0) (padding_masks); into chapter 2 a compile error.
+# (mask_and) and std::exit(0) (padding_masks); into chapter 4 an endless loop
+# in combine_heads, which multi_head_attention calls; into chapter 2 a compile
+# error.
 # Then `./book check --timeout 2` must finish, print the whole table, count
 # every test case of each suite, and name each crashed or hung test case and
-# what happened to it. Finally --watch re-runs on a change and stops on Ctrl-C.
+# what happened to it, in which function (for chapter 4: combine_heads, not
+# the multi_head_attention a test is about). Finally --watch re-runs on a
+# change and stops on Ctrl-C.
 set -euo pipefail
 # The copy is built as a reader's is: CI's -Werror would turn a reader's
 # harmless warning into "does not compile".
@@ -25,7 +29,7 @@ expect() {  # pattern (fixed string), description
 # ---- a copy of the tree, without its builds
 tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$WORK" -xf -
 B="$WORK"
-for c in 02-scaling 03-softmax 05-causal-mask; do cp "$ROOT/solutions/$c/"*.cpp "$B/exercises/$c/"; done
+for c in 02-scaling 03-softmax 04-multi-head 05-causal-mask; do cp "$ROOT/solutions/$c/"*.cpp "$B/exercises/$c/"; done
 inject() {  # file, line that opens the function, statement to put first in it
   grep -q "^$2" "$1" || { echo "cannot find '$2' in $1"; exit 1; }
   sed -i "/^$2/a\\  $3" "$1"
@@ -35,6 +39,7 @@ inject "$B/exercises/03-softmax/softmax.cpp" 'double focus(' '{ volatile int* no
 inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' 'std::abort();'
 sed -i 's/result.output = result.weights \* V;/result.output = 2 * result.weights * V;/' "$B/exercises/03-softmax/softmax.cpp"
 grep -q '2 \* result.weights' "$B/exercises/03-softmax/softmax.cpp" || { echo "cannot inject the wrong value"; exit 1; }
+inject "$B/exercises/04-multi-head/multihead.cpp" 'Matrix combine_heads(' 'static volatile int spin = 0; while (spin == 0) {}'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' 'throw 42;'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'std::vector<Mask> padding_masks(' 'std::exit(0);'
 inject "$B/exercises/02-scaling/scaling.cpp" 'Matrix scaled_scores(' 'retrun Q;'
@@ -91,6 +96,11 @@ grep -qE '^Fix: ' "$WORK/out" || fail "with wrong answers and crashes present, t
 # Functions under test are named too.
 expect "in row_entropy" "the hung function"
 expect "in focus" "the crashed function"
+# A hang is placed in the function that never returned, even when the test
+# case is about its caller.
+grep -A1 -F '✗ multi_head_attention: a batch of 3 sequences matches PyTorch' "$WORK/out" | tail -n1 |
+  grep -qF 'timed out after 2 s (an endless loop?), in combine_heads' ||
+  fail "a multi_head_attention test hung in combine_heads must say 'in combine_heads'"
 
 # A wrong value says what was expected and what came out.
 "$B/book" check 3 --timeout 2 >"$WORK/out3" 2>&1 || true
