@@ -323,7 +323,11 @@ void run(int argc, char** argv) {
              "deviation {:.1e})\n",
              scaled_spread.std, scaled.cwiseAbs().maxCoeff(), sqrt_d_k,
              (raw - scaled * float(sqrt_d_k)).cwiseAbs().maxCoeff());
-  say(fmt::format(
+  if (raw.size() < 2)
+    say("With a single token there is a single score, and one number has no spread: its std is 0 whatever the "
+        "scaling. A text of two or more words shows the scores spread out.");
+  else
+    say(fmt::format(
       "Why is the scaled spread {:.2f} and not 1? The argument below assumes query and key entries with "
       "variance 1. Here they come from nn.Linear's small initial weights, with std {:.2f} and {:.2f}, so "
       "the scaled scores can only be expected to spread by about {:.2f} x {:.2f} = {:.2f}; with {} scores "

@@ -374,14 +374,15 @@ void run(int argc, char** argv) {
   fmt::print("  {:<18} {:>8} {:>8} {:>8} {:>10} {:>7}   {}\n", "", "mean H", "min H", "max H", "H / log n", "focus",
              "strongest weight");
   auto stats_row = [&](const std::string& name, const HeadStats& s) {
-    fmt::print("  {:<18} {:>8.4f} {:>8.4f} {:>8.4f} {:>10.4f} {:>7.4f}   {} -> {} {:.4f}\n", name, s.mean_entropy,
-               s.min_entropy, s.max_entropy, log_n > 0 ? s.mean_entropy / log_n : 0.0, s.focus,
+    // One key: log n = 0, and H / log n is 0/0 (shown as -).
+    fmt::print("  {:<18} {:>8.4f} {:>8.4f} {:>8.4f} {:>10} {:>7.4f}   {} -> {} {:.4f}\n", name, s.mean_entropy,
+               s.min_entropy, s.max_entropy, log_n > 0 ? fmt::format("{:.4f}", s.mean_entropy / log_n) : "-", s.focus,
                tokens[size_t(s.top_query)], tokens[size_t(s.top_key)], s.top_weight);
   };
   for (int64_t h = 0; h < n_heads && h < kMaxPanels; ++h) stats_row(fmt::format("head {}", h), stats[size_t(h)]);
   if (n_heads > kMaxPanels) fmt::print("  ... ({} more heads)\n", n_heads - kMaxPanels);
   stats_row(fmt::format("one head, d_k {}", d_model), one);
-  fmt::print("  {:<18} {:>8.4f} {:>8} {:>8} {:>10.4f} {:>7.4f}\n", "uniform row", log_n, "", "", 1.0,
+  fmt::print("  {:<18} {:>8.4f} {:>8} {:>8} {:>10} {:>7.4f}\n", "uniform row", log_n, "", "", log_n > 0 ? "1.0000" : "-",
              1.0 / double(seq_len));
   say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} keys can have) and focus, the mean "
                   "largest weight (1/{} = {:.4f} for uniform rows, 1 for one-hot). The last row but one is "

@@ -58,6 +58,10 @@ std::vector<int64_t> parse_lengths(const std::string& text, int64_t seq_len) {
     item.erase(item.find_last_not_of(' ') + 1);
     int64_t value = 0;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (error == std::errc::result_out_of_range && end == item.data() + item.size())
+      throw UsageError(fmt::format("--lengths: {} is longer than the text's {} tokens, the length everything is "
+                                   "padded to",
+                                   item, seq_len));
     if (item.empty() || error != std::errc() || end != item.data() + item.size())
       throw UsageError(fmt::format("--lengths: '{}' is not a whole number (give lengths like 6,4,2)", item));
     if (value < 0) throw UsageError(fmt::format("--lengths: {} is negative; a sequence has 0 or more tokens", value));
@@ -464,14 +468,41 @@ void run(int argc, char** argv) {
       if (L > 0) real_diff = std::max(real_diff, double(diff.topRows(L).maxCoeff()));
       if (L < seq_len) pad_diff = std::max(pad_diff, double(diff.bottomRows(seq_len - L).maxCoeff()));
     }
-    fmt::print(
-        "\n  every padding position refilled with 100s, then attention again:\n"
-        "    largest change in the outputs of real tokens    {:g}\n"
-        "    largest change in the outputs of <pad> queries  {:.4g}\n",
-        real_diff, pad_diff);
-    say("The real tokens cannot tell what the padding holds: its scores become -inf and its values are multiplied "
-        "by weights of exactly 0. The <pad> rows are queries too and still produce outputs (here from whatever "
-        "their junk asks for); whatever comes next, a loss for instance, must ignore those rows.");
+    int64_t real_count = 0, pad_count = 0, pad_with_choice = 0;  // pad_with_choice: <pad> queries seeing 2+ keys
+    for (int64_t L : lengths) {
+      real_count += L;
+      pad_count += seq_len - L;
+      if (L >= 2) pad_with_choice += seq_len - L;
+    }
+    if (pad_count == 0) {
+      fmt::print("\n");
+      say("No sequence is padded here: every length is the text's, so there is no padding to refill with junk.");
+    } else {
+      fmt::print("\n  every padding position refilled with 100s, then attention again:\n");
+      if (real_count > 0) fmt::print("    largest change in the outputs of real tokens    {:g}\n", real_diff);
+      fmt::print("    largest change in the outputs of <pad> queries  {:.4g}\n", pad_diff);
+      std::string pad_sentence;
+      if (pad_diff > 0)
+        pad_sentence = "The <pad> rows are queries too and still produce outputs, here from whatever their junk "
+                       "asks for, so those changed";
+      else if (pad_with_choice == 0) {
+        const bool has_1 = std::count(lengths.begin(), lengths.end(), 1) > 0;
+        const bool has_0 = std::count(lengths.begin(), lengths.end(), 0) > 0;
+        pad_sentence = fmt::format(
+            "The <pad> rows are queries too, but here their outputs did not change: {}{}{}",
+            has_1 ? "in a sequence of length 1 a <pad> query sees one key, weighted 1 whatever it asks" : "",
+            has_1 && has_0 ? ", and " : "",
+            has_0 ? "in a sequence of length 0 a <pad> query sees no key at all (step 9)" : "");
+      }
+      else
+        pad_sentence = "The <pad> rows are queries too and produce outputs from what their junk asks for, although "
+                       "this refill happened to leave them unchanged";
+      say(fmt::format("{}{}; whatever comes next, a loss for instance, must ignore those rows.",
+                      real_count > 0 ? "The real tokens cannot tell what the padding holds: its scores become -inf "
+                                       "and its values are multiplied by weights of exactly 0. "
+                                     : "There are no real tokens in this batch, only padding. ",
+                      pad_sentence));
+    }
   }
 
   // ---------------------------------------------------------------------

@@ -95,7 +95,7 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
 
   figures.draw("before_after.png", [&](const std::string& path) {
     return plot::heatmap_grid(
-        path, fmt::format("Attention weights before and after one dropout draw (p = {:g}, survivors x {})", o.p,
+        path, fmt::format("Attention weights before and after one dropout draw (p = {}, survivors x {})", o.p,
                           scale_text(o.p)),
         1, 2,
         {panel("before (evaluation: dropout is the identity)", weights),
@@ -135,7 +135,7 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   if (curve.empty()) return;  // p = 0 or 1: nothing random to converge (step 4 says why)
   figures.draw("convergence.png", [&](const std::string& path) {
     plot::LinePlot p;
-    p.title = fmt::format("Mean of n dropped-out weight matrices against the weights (p = {:g})", o.p);
+    p.title = fmt::format("Mean of n dropped-out weight matrices against the weights (p = {})", o.p);
     p.xlabel = "number of draws n";
     p.ylabel = "error of the mean |mean_n - weights|";
     plot::Series max_err{"largest error over the 36 weights", {}, {}, plot::Series::Style::LinesPoints};
@@ -172,7 +172,7 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 6: dropout on attention weights");
-  fmt::print("text \"the cat sat on the mat\", d_model {}, d_k {}, p {:g}, seed {}, draws {}\n", kDModel, kDK, o.p,
+  fmt::print("text \"the cat sat on the mat\", d_model {}, d_k {}, p {}, seed {}, draws {}\n", kDModel, kDK, o.p,
              cli.seed, o.draws);
 
   // ---------------------------------------------------------------------
@@ -191,9 +191,9 @@ void run(int argc, char** argv) {
   fmt::print("  row sums  {}\n", format_row(Matrix(weights.rowwise().sum().transpose()), 0, 4));
 
   // ---------------------------------------------------------------------
-  step(2, fmt::format("One dropout draw in training, p = {:g}", o.p));
+  step(2, fmt::format("One dropout draw in training, p = {}", o.p));
   say(fmt::format("Every weight is kept or dropped on its own: kept with probability 1 - p = {:g}, set to 0 with "
-                  "probability p = {:g}. {} Scaling during training, not at evaluation, is what makes it "
+                  "probability p = {}. {} Scaling during training, not at evaluation, is what makes it "
                   "\"inverted\" dropout.",
                   1.0 - o.p, o.p,
                   o.p < 1.0 ? fmt::format("The survivors are multiplied by 1/(1-p) = {}, so that on average a "
@@ -234,7 +234,7 @@ void run(int argc, char** argv) {
   else
   say(fmt::format("sum after = (sum of the kept weights) / (1-p) = (1 - dropped weight) / (1-p). A row that lost "
                   "nothing sums to 1/(1-p) = {}; a row sums to less than 1 exactly when the weights it lost add "
-                  "up to more than p = {:g}. The rows are no longer probability "
+                  "up to more than p = {}. The rows are no longer probability "
                   "distributions, and nothing renormalises them: dividing by the new row sum would undo the drop "
                   "(the other weights would grow to fill the gap) and break E[dropout(w)] = w. Only the average "
                   "over draws is right, and that is all training needs.",
@@ -314,10 +314,34 @@ void run(int argc, char** argv) {
                      "convergence figure).");
     curve.clear();
   } else {
+    // Does the measured RMS error follow the prediction? Within a factor of
+    // 2 in every row, is what "follows" means here; the first draws of a p
+    // near 1 keep almost nothing, and their error is far from its average.
+    double lowest = INFINITY, highest = 0;
+    for (const Checkpoint& c : table_rows) {
+      lowest = std::min(lowest, c.rms_error / c.predicted_rms);
+      highest = std::max(highest, c.rms_error / c.predicted_rms);
+    }
+    const bool follows = lowest >= 0.5 && highest <= 2.0;
+    std::string error_sentence;
+    if (table_rows.size() < 2)
+      error_sentence = fmt::format("with a single row there is no trend to see yet (its RMS error is {:.2f} times "
+                                   "the predicted one; more --draws show it fall)",
+                                   lowest);
+    else if (follows)
+      error_sentence = fmt::format("the error of the mean follows the predicted 1/sqrt(n) law (measured RMS "
+                                   "between {:.2f} and {:.2f} times the prediction)",
+                                   lowest, highest);
+    else
+      error_sentence = fmt::format("the error of the mean does not follow the predicted 1/sqrt(n) law in "
+                                   "every row (measured RMS between {:.2f} and {:.2f} times the prediction): a "
+                                   "weight survives once in 1/(1-p) = {:.4g} draws on average, and the law holds only "
+                                   "once every weight has survived many times",
+                                   lowest, highest, 1.0 / (1.0 - o.p));
     say(fmt::format("The kept fraction stays within {:.1f} binomial standard deviations sqrt(p(1-p) / (36 n)) "
-                    "of 1 - p in every row of the table, and the error of the mean follows the predicted 1/sqrt(n) "
-                    "law: dropout is noise with mean zero around the weights.",
-                    worst_sigmas));
+                    "of 1 - p in every row of the table, and {}. Dropout is noise with mean zero around the "
+                    "weights.",
+                    worst_sigmas, error_sentence));
   }
 
   // ---------------------------------------------------------------------
@@ -377,7 +401,7 @@ void run(int argc, char** argv) {
                   : o.p <= 0.5
                       ? " That is the point: the model learns not to lean on any single connection, while every "
                         "token still sees most of its context."
-                      : fmt::format(" At p = {:g} a token keeps only {:.0f}% of its connections on average: the "
+                      : fmt::format(" At p = {} a token keeps only {:.0f}% of its connections on average: the "
                                     "small p of practice (0.1) is what keeps most of the context.",
                                     o.p, 100.0 * (1.0 - o.p))));
 

@@ -48,7 +48,8 @@ void run(int argc, char** argv) {
           "the attention of one head on a text: weights, next-token predictions, pattern numbers, strongest "
           "links, and figures.",
           "07-training-analyze");
-  cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.safetensors)");
+  cli.add("--checkpoint", &checkpoint, "the checkpoint file (default: build/checkpoints/corpus-causal.safetensors)",
+          "a file");
   cli.add("--text", &text, "the text to analyze, tokens separated by spaces");
   // Counted from 0, as PyTorch indexes them and as the whole book prints them.
   cli.add("--layer", &layer, "the layer, counted from 0", IntRange{0, 1000});
@@ -152,7 +153,11 @@ void run(int argc, char** argv) {
   fmt::print("  weight on the next token: {:.3f}\n", next_token_weight(P));
 
   step(4, "The strongest links");
-  for (const Link& k : strongest_links(P, 5, cfg.causal))
+  const std::vector<Link> links = strongest_links(P, 5, cfg.causal);
+  if (links.empty())
+    say("None to show: under the causal mask every query of this text sees only itself, or itself and nothing "
+        "else it could choose, so each weight is a forced 1 (a text of one token). Give a longer --text.");
+  for (const Link& k : links)
     fmt::print("  '{}' (position {}) -> '{}' (position {})  {:.2f}  {}\n", labels[size_t(k.query)], k.query,
                labels[size_t(k.key)], k.key, k.weight, link_direction(k));
 

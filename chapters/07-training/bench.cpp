@@ -163,6 +163,8 @@ void run(int argc, char** argv) {
   cli.add("--torch-steps", &torch_steps, "steps timed for PyTorch's median", IntRange{5, 10000});
   cli.without_figures();  // a benchmark draws nothing
   cli.parse(argc, argv);
+  if (cli.given("--torch-steps") && !pytorch)
+    throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
 
   fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);
   std::vector<int64_t> ids, targets;

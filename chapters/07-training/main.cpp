@@ -17,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -41,16 +42,20 @@ void run(int argc, char** argv) {
   cli.add("--test", &o.test, "reversal: held-out samples", IntRange{1, 100000});
   cli.add("--digits", &o.digits, "reversal: tokens to reverse in a sample", IntRange{1, 64});
   cli.add("--vocab", &o.vocab, "reversal: vocabulary size (0 = PAD and 1 = SEP are reserved)", IntRange{3, 1000});
-  cli.add("--d-model", &o.d_model, "reversal: width of a token vector", IntRange{1, 1024});
+  cli.add("--d-model", &o.d_model,
+          "reversal: width of a token vector (at least 2: LayerNorm of a single number is always 0)",
+          IntRange{2, 1024});
   cli.add("--heads", &o.heads, "reversal: attention heads per layer (must divide d_model)", IntRange{1, 64});
   cli.add("--layers", &o.layers, "reversal: transformer blocks", IntRange{1, 16});
   cli.add("--sample", &o.sample, "reversal: held-out sample shown and drawn", IntRange{0, 100000});
   cli.add("--position-epochs", &o.position_epochs,
-          "reversal: epochs of each model in the comparison of position encodings (at most --epochs)",
+          "reversal: epochs of each model in the comparison of position encodings (at most --epochs; when not "
+          "given, 10 or --epochs if fewer)",
           IntRange{1, 100000});
   cli.add("--corpus", &o.corpus,
           "corpus: the sentence file, one sentence a line; a text file of at most 1 MiB, 10000 sentences "
-          "and 32 words a sentence (default: chapters/07-training/corpus.txt)");
+          "and 32 words a sentence (default: chapters/07-training/corpus.txt)",
+          "a file");
   cli.add("--text", &o.text, "corpus: the sentence whose attention is shown and drawn");
   cli.add("--corpus-epochs", &o.corpus_epochs, "corpus: passes over the training sentences", IntRange{1, 100000});
   cli.add("--corpus-batch", &o.corpus_batch, "corpus: sentences per training step (at most)", IntRange{1, 100000});
@@ -62,7 +67,7 @@ void run(int argc, char** argv) {
           "attention dropout p of every training step (chapter 6), off in evaluation; both tasks",
           RealRange{0.0, 1.0, false, true}, fmt::format("0 for reversal, {} for corpus", kCorpusDropout));
   o.checkpoint_dir = default_checkpoint_dir();
-  cli.add("--checkpoint-dir", &o.checkpoint_dir, "folder the checkpoints are saved to");
+  cli.add("--checkpoint-dir", &o.checkpoint_dir, "folder the checkpoints are saved to", "a folder");
   cli.parse(argc, argv);
   require_writable_dir("--checkpoint-dir", o.checkpoint_dir);  // before 20 s of training, not after
   if (o.task != "reversal" && o.task != "corpus" && o.task != "both")
@@ -72,6 +77,14 @@ void run(int argc, char** argv) {
     throw UsageError(fmt::format("--corpus-d-model {} is not divisible by --corpus-heads {}", o.corpus_d_model,
                                  o.corpus_heads));
 
+  if (cli.given("--position-epochs") && o.position_epochs > o.epochs)
+    throw UsageError(fmt::format("--position-epochs {} is more than --epochs {}: the comparison's models train at "
+                                 "most as long as the main run",
+                                 o.position_epochs, o.epochs));
+  o.position_epochs = std::min(o.position_epochs, o.epochs);
+
+  // Every option of both tasks is checked before the first line prints.
+  if (o.task != "corpus") check_reversal_options(o);
   std::optional<CorpusInput> corpus_input;
   if (o.task != "reversal") corpus_input = read_corpus_input(o);
 

@@ -101,6 +101,10 @@ struct CorpusInput {
 // Reads --corpus and encodes --text, refusing bad input before any work.
 CorpusInput read_corpus_input(const Options& o);
 
+// Refuses task 1's options that do not fit together (d_model and heads,
+// --sample and --test), before anything prints.
+void check_reversal_options(const Options& o);
+
 void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step);
 void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step);
 void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& next_step);

@@ -120,8 +120,9 @@ inline Score evaluate(TinyTransformer& model, const ReversalData& data, const Re
 //    next (queries digits .. 2 digits − 1).
 struct HeadScore {
   int64_t layer = 0, head = 0;
-  double mirror = 0;  // fraction of queries whose argmax is the mirror position
-  double source = 0;  // fraction whose argmax is the source position
+  double mirror = 0;  // fraction of queries whose largest weight (unique) is on the mirror position
+  double source = 0;  // fraction whose largest weight (unique) is on the source position
+  double source_weight = 0;  // mean weight on the source position over those queries
 };
 
 // Reads the attention weights of the model's last forward, which must have
@@ -136,11 +137,18 @@ inline std::vector<HeadScore> analyze_heads(const TinyTransformer& model, int64_
     const Matrix& P = model.weights(l);
     for (int64_t h = 0; h < cfg.n_heads; ++h) {
       int64_t mirror_hits = 0, mirror_total = 0, source_hits = 0, source_total = 0;
+      double source_weight = 0;
       for (int64_t b = 0; b < samples; ++b)
         for (int64_t p = D; p < T; ++p) {
+          // The position holding the row's largest weight, if only one
+          // does: a tie (a head that cannot tell two keys apart) counts
+          // for neither position.
+          const auto row = P.row((b * cfg.n_heads + h) * T + p);
           Eigen::Index best = 0;
-          P.row((b * cfg.n_heads + h) * T + p).maxCoeff(&best);
+          const float largest = row.maxCoeff(&best);
+          if ((row.array() == largest).count() > 1) best = -1;
           source_hits += best == 2 * D - 1 - p;
+          source_weight += row(2 * D - 1 - p);
           ++source_total;
           if (p > D) {
             mirror_hits += best == 2 * D - p;
@@ -148,7 +156,7 @@ inline std::vector<HeadScore> analyze_heads(const TinyTransformer& model, int64_
           }
         }
       scores.push_back({l, h, mirror_total ? double(mirror_hits) / double(mirror_total) : 0.0,
-                        double(source_hits) / double(source_total)});
+                        double(source_hits) / double(source_total), source_weight / double(source_total)});
     }
   }
   return scores;

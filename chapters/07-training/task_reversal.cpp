@@ -109,8 +109,9 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
                   "a point{}. Attention weights show where a head looks; ablation shows whether the model needs "
                   "what it finds there.",
                   worst->layer, worst->head, trained.percent() - worst->accuracy, harmless, out.size(),
-                  harmless == int64_t(out.size()) ? ": no head is needed alone, the others cover for any one of them"
-                                                  : ""));
+                  harmless == int64_t(out.size()) && out.size() > 1
+                      ? ": no head is needed alone, the others cover for any one of them"
+                      : ""));
   return out;
 }
 
@@ -142,6 +143,9 @@ void spot_check_gradients(TinyTransformer& demo, const std::vector<int64_t>& ids
     weights.push_back(t);
   });
   for_each_tensor(demo.grads, [&](const std::string&, std::span<float> t) { gradients.push_back(t); });
+  demo.forward(ids, B);
+  const float loss = demo.loss(targets);
+  double largest_difference = 0;
   for (size_t k = 0; k < names.size(); ++k) {
     if (names[k] != "tok" && names[k] != "blocks.0.qkv.W" && names[k] != "blocks.1.W_o.W" &&
         names[k] != "blocks.1.ln2.gamma" && names[k] != "head.b")
@@ -155,10 +159,20 @@ void spot_check_gradients(TinyTransformer& demo, const std::vector<int64_t>& ids
     });
     fmt::print("  {:<20} entry {:4}  backward {:+.6f}   (L(w+h) - L(w-h)) / 2h = {:+.6f}\n", names[k], at,
                gradients[k][at], numeric);
+    largest_difference = std::max(largest_difference, std::abs(numeric - double(gradients[k][at])));
   }
-  say("They agree to about 1e-5: the loss is a float32 number near 3 (steps of 2.4e-7), and dividing "
-      "its rounding by 2h = 0.02 leaves differences of that size. The hidden tests check every layer's "
-      "gradients this way, and the whole model's against PyTorch's autograd.");
+  // float32 numbers near the loss are `spacing` apart: each of the two
+  // losses is off by up to half of it, and the difference is divided by 2h.
+  const double spacing = double(std::nextafter(loss, INFINITY) - loss);
+  const double rounding = spacing / (2 * 1e-2);
+  say(fmt::format("The largest difference is {:.1e}. The loss, {:.3f}, is a float32 number, and float32 numbers "
+                  "near it are {:.1e} apart; that rounding divided by 2h = 0.02 is {:.1e}{}. The hidden tests check "
+                  "every layer's gradients this way, and the whole model's against PyTorch's autograd.",
+                  largest_difference, loss, spacing, rounding,
+                  largest_difference <= 10 * rounding
+                      ? ", the size of the differences: they are the loss's rounding, not the gradients' error"
+                      : ", smaller than the differences: the rest is the loss's curvature over +-h (terms in "
+                        "h^2 that a central difference does not cancel)"));
 }
 
 // Part 3: what Adam's first step does to the weights, and to the loss on
@@ -170,24 +184,57 @@ void show_adam_first_step(TinyTransformer& demo, Adam& demo_adam, const std::vec
   demo.backward();
   const Params before = demo.params;
   demo_adam.step();
+  // Sort the weights: moved, unmoved with a zero gradient, and unmoved
+  // although their gradient was not zero (an lr so small that the step is
+  // below half the float32 spacing at the weight: rounding gives it back).
   float largest_move = 0;
-  int64_t moved = 0, total = 0;
-  std::vector<std::span<const float>> a, b;
-  for_each_tensor(before, [&](const std::string&, std::span<const float> t) { a.push_back(t); });
+  int64_t moved = 0, total = 0, zero_gradient = 0, near_lr = 0;
+  float largest_g_off_lr = 0;  // the largest |g| among the weights that moved, but not by lr
+  std::vector<std::string> zero_in;  // the tensors holding zero-gradient weights
+  std::vector<std::span<const float>> a, b, g;
+  std::vector<std::string> names;
+  for_each_tensor(before, [&](const std::string& n, std::span<const float> t) {
+    names.push_back(n);
+    a.push_back(t);
+  });
   for_each_tensor(demo.params, [&](const std::string&, std::span<const float> t) { b.push_back(t); });
-  for (size_t k = 0; k < a.size(); ++k)
+  for_each_tensor(demo.grads, [&](const std::string&, std::span<const float> t) { g.push_back(t); });
+  for (size_t k = 0; k < a.size(); ++k) {
+    int64_t zero_here = 0;
     for (size_t i = 0; i < a[k].size(); ++i) {
       const float move = std::abs(b[k][i] - a[k][i]);
       largest_move = std::max(largest_move, move);
       moved += move > 0;
+      if (move > 0 && std::abs(move - lr) <= 0.01 * lr)
+        ++near_lr;
+      else if (move > 0)
+        largest_g_off_lr = std::max(largest_g_off_lr, std::abs(g[k][i]));
+      zero_here += move == 0 && g[k][i] == 0;
       ++total;
     }
+    zero_gradient += zero_here;
+    if (zero_here > 0) zero_in.push_back(fmt::format("{} in {}", zero_here, names[k]));
+  }
+  const int64_t rounded_away = total - moved - zero_gradient;
   fmt::print("  Adam step 1: {} of {} weights moved, the largest by {:.3e} (lr = {})\n", moved, total, largest_move,
              lr);
-  say("At step 1 the bias corrections make m/(1-b1) = g and v/(1-b2) = g^2, so every weight with a "
-      "non-zero gradient moves by almost exactly lr, whatever its gradient's size. The weights that did "
-      "not move had exactly zero gradient: embedding rows of tokens absent from the batch, and the "
-      "position row the inputs never reach.");
+  say(fmt::format("At step 1 the bias corrections make m/(1-b1) = g and v/(1-b2) = g^2, so a weight moves by "
+                  "lr g / (|g| + eps): by lr, whatever its gradient's size, unless |g| is not far above Adam's eps "
+                  "= 1e-8. Here {} of the {} weights that moved moved by lr to within 1%{}.",
+                  near_lr, moved,
+                  near_lr < moved ? fmt::format("; the other {} have |g| of at most {:.1e}", moved - near_lr,
+                                                largest_g_off_lr)
+                                  : ""));
+  if (zero_gradient > 0)
+    say(fmt::format("{} weights did not move because their gradient is exactly zero ({}): embedding rows of tokens "
+                    "absent from the batch, position rows no input reaches, or parameters the loss does not depend "
+                    "on.",
+                    zero_gradient, fmt::join(zero_in, ", ")));
+  if (rounded_away > 0)
+    say(fmt::format("{} weights with a non-zero gradient did not move: their step, lr g / (|g| + eps) with "
+                    "lr = {}, is less than half the float32 spacing at their value (a |g| far below eps, or a "
+                    "tiny lr), so the update rounds back to the old weight.",
+                    rounded_away, lr));
   demo.forward(ids, B);
   fmt::print("  loss on the same batch after the step: {:.4f} (was {:.4f})\n", demo.loss(targets), loss);
 }
@@ -406,7 +453,7 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
   if (cfg.d_k() % 2 == 0) encodings.push_back(PositionEncoding::rope);
   else
     say(fmt::format("RoPE turns pairs of features, and d_k = {} is odd: only the other two train below.", cfg.d_k()));
-  const int64_t epochs = std::min(o.epochs, o.position_epochs);
+  const int64_t epochs = o.position_epochs;  // main.cpp keeps it at most o.epochs
   say(fmt::format("Now the task, trained {} times for {} epoch{} (--position-epochs, at most --epochs): each model "
                   "from seed {} (the learned one is the model trained above, as it started), on the same data in "
                   "the same batch order. Held-out token accuracy after each epoch:",
@@ -552,6 +599,12 @@ ReversalSetup reversal_setup(const Options& o) {
   return s;
 }
 
+}  // namespace
+
+void check_reversal_options(const Options& o) { reversal_setup(o); }
+
+namespace {
+
 void print_reversal_title(const Options& o, uint64_t seed) {
   fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
              "{} epochs, seed {}{}\n",
@@ -586,7 +639,7 @@ void step_the_task(const Options& o, const ReversalTask& task, const ReversalDat
   fmt::print("  target    {}    (- = kIgnore: not in the loss)\n", fmt::join(shown_targets, " "));
   print_shape("training set", {o.train, task.sample_len()});
   print_shape("held-out set", {o.test, task.sample_len()});
-  print_shape("one batch of inputs", {o.batch, T}, "(batch, seq)");
+  print_shape("one batch of inputs", {std::min(o.batch, o.train), T}, "(batch, seq)");
 }
 
 // Step "The model and its parameters".
@@ -737,10 +790,20 @@ void show_copying_head(const Options& o, const std::vector<HeadScore>& heads, co
     if (s.source > best->source) best = &s;
   // A head that finds the source most of the time has learned to copy;
   // after too few epochs none has, and the heatmap shows no anti-diagonal.
-  if (best->source >= 0.9)
+  // Largest is not enough: a head that splits its weight nearly evenly
+  // has a largest weight somewhere too. Copying puts most of it there
+  // (0.6: clearly more than the 0.5 of a two-way split).
+  if (best->source >= 0.9 && best->source_weight >= 0.6)
     say(fmt::format("Layer {}, head {} is the copying head: it attends to the source position {:.1f}% of "
-                    "the time. In the heatmap below it draws the anti-diagonal that reversal needs.",
-                    best->layer, best->head, 100 * best->source));
+                    "the time, with a mean weight of {:.2f} there. In the heatmap below it draws the "
+                    "anti-diagonal that reversal needs.",
+                    best->layer, best->head, 100 * best->source, best->source_weight));
+  else if (best->source >= 0.9)
+    say(fmt::format("Layer {}, head {} puts its largest weight on the source position {:.1f}% of the time, but "
+                    "only {:.2f} of its weight on average: it barely prefers the source, which is not copying "
+                    "yet, and the heatmap below has no sharp anti-diagonal. More epochs (--epochs) let the heads "
+                    "learn it.",
+                    best->layer, best->head, 100 * best->source, best->source_weight));
   else
     say(fmt::format("No head copies yet: the best, layer {}, head {}, attends to the source position only "
                     "{:.1f}% of the time, and the heatmap below has no clear anti-diagonal. More epochs "

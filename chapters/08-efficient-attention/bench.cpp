@@ -130,6 +130,10 @@ void run(int argc, char** argv) {
   cli.without_figures();
   cli.parse(argc, argv);
   if (min_T > max_T) throw UsageError(fmt::format("--min-seq-len {} is larger than --max-seq-len {}", min_T, max_T));
+  if (block > min_T)
+    throw UsageError(fmt::format("--block {} is larger than --min-seq-len {}: one tile would hold the whole "
+                                 "sequence, which is the naive computation (use --block {} or less)",
+                                 block, min_T, min_T));
   // The same bounds as the chapter program (steps.hpp): too many tiny tiles
   // crawl, and one forward at the largest T is 4·T²·d_k operations.
   const int64_t tiles = (max_T + block - 1) / block;

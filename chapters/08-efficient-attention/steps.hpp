@@ -42,6 +42,10 @@ struct Options {
 
 // Throws UsageError naming the flags when o asks for more than the bounds.
 inline void check_work(const Options& o) {
+  if (o.block > o.seq_len)
+    throw UsageError(fmt::format("--block {} is larger than --seq-len {}: one tile would hold the whole sequence, "
+                                 "which is the naive computation (use --block {} or less)",
+                                 o.block, o.seq_len, o.seq_len));
   const int64_t tiles_per_side = (o.seq_len + o.block - 1) / o.block;
   if (tiles_per_side * tiles_per_side > kMaxTiles)
     throw UsageError(fmt::format("--block {} cuts seq_len {} into {} x {} tiles; at most {} are allowed (use --block {} "

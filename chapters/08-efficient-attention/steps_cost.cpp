@@ -101,12 +101,17 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
                fmt::format("{:.3f} ms", ms), bytes_str(extra));
   }
   const double b = fitted_exponent(fit_T, fit_ms);
+  double tiled_extra_at_naive_max = 0;  // the tiled path's extra memory at the naive path's largest T
+  for (size_t i = 0; i < tiled_extra.size(); ++i)
+    if (int64_t(64) << i == kNaiveMaxSeqLen) tiled_extra_at_naive_max = tiled_extra[i];
   say(fmt::format("The naive time grows as T^{:.2f} (least squares over T = 512 to {}): doubling T multiplies it by "
-                  "about {:.1f}; the tiled one as T^{:.2f} (T = 512 to 8192): the same work, done in tiles. Its extra memory at T = {} is {:.1f} bytes per score: the scores and the weights, "
-                  "4 bytes each, alive at the same time. At T = 8192 the scores alone would take {}, at 65536 {}; "
-                  "the tiled path never needs more than one {} x {} tile of them.",
-                  b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen, bytes_per_score,
-                  bytes_str(8192.0 * 8192 * 4), bytes_str(65536.0 * 65536 * 4), o.block, o.block));
+                  "about {:.1f}; the tiled one as T^{:.2f} (T = 512 to 8192): the same work, done in tiles. The naive path's extra memory at T = {} is {:.1f} bytes per score: the scores "
+                  "and the weights, 4 bytes each, alive at the same time; the tiled path's is {}. At T = 8192 the "
+                  "scores alone would take {}, at 65536 {}; the tiled path never needs more than one {} x {} tile "
+                  "of them.",
+                  b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen,
+                  bytes_per_score, bytes_str(tiled_extra_at_naive_max), bytes_str(8192.0 * 8192 * 4),
+                  bytes_str(65536.0 * 65536 * 4), o.block, o.block));
 
   std::vector<double> all_T;
   for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));
@@ -174,13 +179,14 @@ void compare_layers(const Options& o) {
         r >= n ? "1" : r == 1 ? "never" : std::to_string(ceil_div(n - 1, r - 1)));
   }
   const double ratio = double(o.seq_len) / double(d);  // n² d against n d²
-  say(fmt::format("Self-attention does fewer operations than the recurrent layer while n < d (here n < {}), and at "
+  say(fmt::format("Self-attention does fewer operations than the recurrent layer while n < d ({}), and at "
                   "any n no step waits for another and every pair of tokens is one step apart. Its price is the "
                   "n^2: at n = {} it does {} the recurrent layer's work. Steps 3 to 5 removed its n^2 memory but "
                   "not its work; the cache (step 6) and local and linear attention (step 7) cut the work itself. "
                   "(Longest path: the fewest steps or layers from the first token to the last; for contiguous "
                   "convolutions and local attention, (n - 1) / (reach per layer) rounded up.)",
-                  d, o.seq_len,
+                  d > 1 ? fmt::format("here n < {}", d) : "with d = 1, at no n",
+                  o.seq_len,
                   ratio > 1 ? fmt::format("{:.0f} times", ratio) : fmt::format("{:.2f} of", ratio)));
 }
 

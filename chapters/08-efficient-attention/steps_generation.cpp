@@ -131,7 +131,11 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
                   n, n));
   fmt::print("  {:>6}  {:>14}  {:>14}\n", "length", "from scratch", "with cache");
   std::vector<double> lengths, scratch_ms, cached_ms;
-  for (int64_t len = 8; len <= n; len *= 2) {
+  // Lengths 8, 16, 32, ... and n itself, the last row, when it is not one of them.
+  std::vector<int64_t> shown;
+  for (int64_t len = 8; len <= n; len *= 2) shown.push_back(len);
+  if (shown.empty() || shown.back() != n) shown.push_back(n);
+  for (int64_t len : shown) {
     const size_t from = size_t(len - len / 4), to = size_t(len);  // median of the last quarter of tokens up to len
     lengths.push_back(double(len));
     scratch_ms.push_back(median_of(t.scratch_ms, from - 1, to));
@@ -142,7 +146,7 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
   double total_scratch = 0, total_cached = 0;
   for (double v : t.scratch_ms) total_scratch += v;
   for (double v : t.cached_ms) total_cached += v;
-  fmt::print("  all {} tokens: from scratch {:.1f} ms, with the cache {:.1f} ms; the same tokens: {}\n", n,
+  fmt::print("  all {} tokens: from scratch {:.4g} ms, with the cache {:.4g} ms; the same tokens: {}\n", n,
              total_scratch, total_cached, t.identical ? "yes" : "NO");
   std::vector<double> fit_len, fit_scratch, fit_cached;
   for (size_t i = 0; i < lengths.size(); ++i)

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <string_view>
 
 namespace sa {
 
@@ -54,7 +55,7 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
                           throw UsageError(fmt::format("--seed must be a non-negative integer, got '{}'", v));
                         seed = s;
                       }});
-  add("--plots-dir", &plots_dir, "folder the figures are written to (created if needed)");
+  add("--plots-dir", &plots_dir, "folder the figures are written to (created if needed)", "a folder");
 }
 
 void Cli::add(const std::string& flag, int64_t* target, const std::string& help, IntRange range) {
@@ -81,7 +82,22 @@ double parse_real(const std::string& flag, const std::string& v, const RealRange
   const bool above = range.min_open ? x > range.min : x >= range.min;
   const bool below = range.max_open ? x < range.max : x <= range.max;
   if (!parsed || !above || !below) throw UsageError(fmt::format("{} must be {}, got '{}'", flag, describe(range), v));
-  return x;
+  // The programs compute in float32: a value it cannot hold would silently
+  // become another one (a learning rate of 1e-300 becomes 0 and nothing
+  // trains; a p of 0.99999999999 becomes 1).
+  const float as_float = float(x);
+  const bool float_above = range.min_open ? as_float > range.min : as_float >= range.min;
+  const bool float_below = range.max_open ? as_float < range.max : as_float <= range.max;
+  const bool zero_allowed = (range.min_open ? 0 > range.min : 0 >= range.min) && 0 <= range.max;
+  if (x != 0 && std::abs(x) < std::numeric_limits<float>::min())
+    throw UsageError(fmt::format("{} must be {}at least {:.2g} in size (float32's smallest normal number), got '{}'",
+                                 flag, zero_allowed ? "0 or " : "", std::numeric_limits<float>::min(), v));
+  // A value that float32 rounds onto an end point is that end point in the
+  // programs (p = 1 drops everything) while it is printed as less.
+  const bool onto_end = (double(as_float) == range.min || double(as_float) == range.max) && double(as_float) != x;
+  if (!std::isfinite(as_float) || !float_above || !float_below || onto_end)
+    throw UsageError(fmt::format("{} must be {}, got '{}', which is {} in float32", flag, describe(range), v, as_float));
+  return x == 0 ? 0.0 : x;  // -0 is 0: a program would print "p -0"
 }
 
 }  // namespace
@@ -99,8 +115,14 @@ void Cli::add(const std::string& flag, std::optional<double>* target, const std:
   options_.back().limits = describe(range);
 }
 
-void Cli::add(const std::string& flag, std::string* target, const std::string& help) {
-  options_.push_back({flag, help, *target, true, [=](const std::string& v) { *target = v; }});
+// An empty value is refused for every text option: it would otherwise be
+// taken as "not given" by the options whose default is computed later (a
+// file path), and no option means anything by an empty text.
+void Cli::add(const std::string& flag, std::string* target, const std::string& help, const std::string& kind) {
+  options_.push_back({flag, help, *target, true, [=](const std::string& v) {
+                        if (v.empty()) throw UsageError(fmt::format("{} is empty: give {}", flag, kind));
+                        *target = v;
+                      }});
 }
 
 void Cli::without_figures() {
@@ -126,6 +148,13 @@ void Cli::print_help() const {
 }
 
 void Cli::parse(int argc, char** argv) {
+  // --help wins wherever it stands, even after a mistake: the reader who
+  // types it wants the list of options, not an error about another word.
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      print_help();
+      std::exit(0);
+    }
   std::set<std::string> seen;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
@@ -135,10 +164,7 @@ void Cli::parse(int argc, char** argv) {
       arg.resize(eq);
       has_inline_value = true;
     }
-    if (arg == "--help" || arg == "-h") {
-      print_help();
-      std::exit(0);
-    }
+    if (arg == "--help" || arg == "-h") throw UsageError(fmt::format("{} takes no value, got '{}'", arg, value));
     const Option* option = nullptr;
     for (const auto& o : options_)
       if (o.flag == arg) option = &o;
@@ -157,6 +183,7 @@ void Cli::parse(int argc, char** argv) {
     }
     option->set(value);
   }
+  given_ = std::move(seen);
   if (plots) require_writable_dir("--plots-dir", plots_dir);
 }
 

@@ -132,6 +132,14 @@ TEST_CASE("Cli: an optional real stays empty unless given, and is checked like a
       CHECK(std::string(e.what()) == "--dropout must be a number in [0, 1), got '" + std::string(bad) + "'");
     }
   }
+  // Below 1 as a double, but 1 in float32, the precision dropout draws in.
+  try {
+    parse({"--dropout", "0.99999999999"});
+    FAIL("accepted");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()) == "--dropout must be a number in [0, 1), got '0.99999999999', which is 1 in float32");
+  }
+  CHECK(parse({"--dropout", "0.9999999"}) == 0.9999999);  // 0.99999988 in float32: still below 1
 }
 
 TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][cli]") {
@@ -160,6 +168,10 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--temperature", " 2"}) == "--temperature must be a number > 0, got ' 2'");
   CHECK(usage_error({"--temperature", "inf"}) == "--temperature must be a number > 0, got 'inf'");
   CHECK(usage_error({"--temperature", "1e-3"}).empty());
+  // float32 could not hold these: 1e-300 would become 0, 1e39 infinity.
+  CHECK(usage_error({"--temperature", "1e-300"}) ==
+        "--temperature must be at least 1.2e-38 in size (float32's smallest normal number), got '1e-300'");
+  CHECK(usage_error({"--temperature", "1e39"}) == "--temperature must be a number > 0, got '1e39', which is inf in float32");
   CHECK(usage_error({"--temperature", ".5"}).empty());
   CHECK(usage_error({"--plots-dir", ""}) == "--plots-dir is empty: give a folder");
   // A regular file where the folder should be, and a folder under it.
@@ -169,6 +181,27 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--plots-dir", file + "/sub"}).rfind("--plots-dir '" + file + "/sub' cannot be created", 0) == 0);
   // --no-plots: the folder is never looked at.
   CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
+}
+
+TEST_CASE("Cli: an empty text is refused, not taken as the default; --help takes no value", "[common][cli]") {
+  const auto refused = [](std::vector<std::string> words) {
+    Cli cli("00-test", "test");
+    std::string text = "x", corpus;  // corpus: empty means "the default file", decided after parsing
+    cli.add("--text", &text, "text");
+    cli.add("--corpus", &corpus, "file", "a file");
+    Args a(std::move(words));
+    try {
+      cli.parse(a.argc(), a.argv());
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused({"--text", ""}) == "--text is empty: give a value");
+  CHECK(refused({"--text="}) == "--text is empty: give a value");
+  CHECK(refused({"--corpus", ""}) == "--corpus is empty: give a file");
+  CHECK(refused({"--text", " "}) == "accepted");  // not empty: the chapter's tokenizer says it has no words
+  CHECK(refused({"--help=1"}) == "--help takes no value, got '1'");
 }
 
 TEST_CASE("Cli: a program without figures takes no --no-plots or --plots-dir", "[common][cli]") {

@@ -54,7 +54,8 @@ TEST_CASE("corpus: a folder, a pipe, a binary file and sizes beyond the limits a
   CHECK_THROWS_WITH(parse_corpus(many, "many"), "corpus 'many' has more than 10000 sentences");
 }
 
-TEST_CASE("chapter 8: a run whose tiles or operations pass the bounds is refused before any work",
+TEST_CASE("chapter 8: a run whose tiles or operations pass the bounds, or a tile larger than seq_len, is refused "
+          "before any work",
           "[common][inputs]") {
   using sa::ch8::check_work;
   sa::ch8::Options o;  // the defaults: seq_len 1024, d_k 64, block 128
@@ -69,6 +70,11 @@ TEST_CASE("chapter 8: a run whose tiles or operations pass the bounds is refused
   o.d_k = 65;  // 65536² · 65 > 2^38
   CHECK_THROWS_WITH(check_work(o), Catch::Matchers::StartsWith("--seq-len 65536 with --d-k 65 asks for"));
   o.d_k = 64;
+  CHECK_NOTHROW(check_work(o));
+  o.seq_len = 100;  // one tile of 128 would be the whole sequence: the naive computation
+  CHECK_THROWS_WITH(check_work(o), "--block 128 is larger than --seq-len 100: one tile would hold the whole sequence, "
+                                   "which is the naive computation (use --block 100 or less)");
+  o.block = 100;
   CHECK_NOTHROW(check_work(o));
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,7 +50,10 @@ class Cli {
   // --help shows `default_text`.
   void add(const std::string& flag, std::optional<double>* target, const std::string& help, RealRange range,
            const std::string& default_text);
-  void add(const std::string& flag, std::string* target, const std::string& help);
+  // A text; an empty one is refused ("--corpus is empty: give a file"),
+  // `kind` saying what to give instead.
+  void add(const std::string& flag, std::string* target, const std::string& help,
+           const std::string& kind = "a value");
   void add_flag(const std::string& flag, bool* target, const std::string& help);
 
   // A program that draws nothing (a benchmark) takes no --no-plots or
@@ -66,6 +70,9 @@ class Cli {
   bool plots = true;
   std::string plots_dir;  // default: <build>/plots/<chapter>; `./book plots` passes plots/<chapter>
   const std::string& chapter() const { return chapter_; }
+  // Whether `flag` was on the command line (after parse()): an option whose
+  // default adapts to another one is clamped only when not given.
+  bool given(const std::string& flag) const { return given_.count(flag) > 0; }
 
  private:
   struct Option {
@@ -77,6 +84,7 @@ class Cli {
   void print_help() const;
   std::string chapter_, summary_, program_;
   std::vector<Option> options_;
+  std::set<std::string> given_;
 };
 
 // Throws UsageError unless `dir` is a folder this program can write into, or
