@@ -183,7 +183,7 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
 }
 
-TEST_CASE("Cli: an empty text is refused, not taken as the default; --help takes no value", "[common][cli]") {
+TEST_CASE("Cli: an empty text is refused, not taken as the default, and --help takes no value", "[common][cli]") {
   const auto refused = [](std::vector<std::string> words) {
     Cli cli("00-test", "test");
     std::string text = "x", corpus;  // corpus: empty means "the default file", decided after parsing
