@@ -53,6 +53,8 @@ class NameEveryException : public Catch::IExceptionTranslator {
       throw;
     } catch (const sa::NotImplemented& e) {
       return std::string(e.what()) + "\n  hint: " + e.hint();
+    } catch (const std::bad_alloc&) {
+      return "std::bad_alloc: an allocation failed (a size computed wrong, or a matrix far too large?)";
     } catch (const std::exception& e) {
       return e.what();  // as Catch2 does: CHECK_THROWS_WITH compares exactly this
     } catch (...) {
@@ -125,7 +127,10 @@ Failure describe(const Catch::AssertionStats& stats) {
       auto [call, type] = call_and_type(r.getExpression());
       message = "expected " + type + " from " + call + ": threw " + what;
     } else {
-      message = "threw: " + what + (r.hasExpression() ? " (in " + r.getExpression() + ")" : "");
+      // (Outside any CHECK, Catch2's expression is a placeholder, "{Unknown
+      // expression after the reported line}": no use to the reader.)
+      const bool known = r.hasExpression() && !starts_with(r.getExpression(), "{Unknown expression");
+      message = "threw: " + what + (known ? " (in " + r.getExpression() + ")" : "");
     }
   } else if (r.hasMessage()) {
     message = r.getMessage();  // FAIL(...) or a helper's explanation

@@ -3,7 +3,7 @@
 #
 # On a copy of the repository, with the reference solutions of chapters 2 to
 # 5 copied into exercises/, inject into chapter 3 an endless loop
-# (row_entropy), a segmentation fault (focus), abort() (softmax_backward) and a
+# (row_entropy), a segmentation fault (focus), an index one past a matrix's end (softmax_backward: Eigen's check aborts) and a
 # wrong value (attention's output doubled); into chapter 5 `throw 42`
 # (mask_and) and std::exit(0) (padding_masks); into chapter 4 an endless loop
 # in combine_heads, which multi_head_attention calls; into chapter 2 a compile
@@ -36,7 +36,8 @@ inject() {  # file, line that opens the function, statement to put first in it
 }
 inject "$B/exercises/03-softmax/softmax.cpp" 'std::vector<double> row_entropy(' 'static volatile int spin = 0; while (spin == 0) {}'
 inject "$B/exercises/03-softmax/softmax.cpp" 'double focus(' '{ volatile int* nowhere = nullptr; *nowhere = 1; }'
-inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' 'std::abort();'
+# One past the last row: Eigen's index check, on in the exercises' build, aborts.
+inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' '{ Matrix past(2, 2); past(2, 0) = 1.0f; }'
 sed -i 's/result.output = result.weights \* V;/result.output = 2 * result.weights * V;/' "$B/exercises/03-softmax/softmax.cpp"
 grep -q '2 \* result.weights' "$B/exercises/03-softmax/softmax.cpp" || { echo "cannot inject the wrong value"; exit 1; }
 inject "$B/exercises/04-multi-head/multihead.cpp" 'Matrix combine_heads(' 'static volatile int spin = 0; while (spin == 0) {}'
@@ -85,7 +86,7 @@ named() {  # chapter number, tag, what the next line must say
 }
 named 03 '[row_entropy]' 'timed out after 2 s'
 named 03 '[focus]' 'crashed: segmentation fault'
-named 03 '[softmax_backward]' 'crashed: abort'
+named 03 '[softmax_backward]' 'crashed: an index outside a matrix or vector'
 named 05 '[mask_and]' 'crashed: uncaught exception of type int'
 named 05 '[padding_masks]' 'crashed: exited early'
 # A wrong value is named at once, with what was expected, and "Fix:" points
