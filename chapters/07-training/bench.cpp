@@ -117,6 +117,8 @@ struct PyTorchStep {
   double ms = 0;
   std::string blas = "unknown";
   bool optimised_blas = false;  // OpenBLAS (or MKL, BLIS), not the reference BLAS
+  std::string kernels = "-";    // OpenBLAS's choice, e.g. SkylakeX (tests/reference/bench/blas.py)
+  std::string asked = "-";      // OPENBLAS_CORETYPE as the environment had it
 };
 
 // The twin's median step, on one thread: torch's intra-op threads and
@@ -132,13 +134,16 @@ std::optional<PyTorchStep> pytorch_step(int64_t steps) {
   bool timed = false;
   while (fgets(line.data(), int(line.size()), pipe.get())) {
     double v = 0;
-    std::array<char, 256> name{}, kind{};
+    std::array<char, 256> name{}, kind{}, kernels{}, asked{};
     if (std::sscanf(line.data(), "pytorch_step_ms %lf", &v) == 1) {
       result.ms = v;
       timed = true;
-    } else if (std::sscanf(line.data(), "pytorch_blas %255s %255s", name.data(), kind.data()) == 2) {
+    } else if (std::sscanf(line.data(), "pytorch_blas %255s %255s %255s %255s", name.data(), kind.data(),
+                           kernels.data(), asked.data()) == 4) {
       result.blas = name.data();
       result.optimised_blas = std::string(kind.data()) == "optimised";
+      result.kernels = kernels.data();
+      result.asked = asked.data();
     } else {
       fmt::print("    {}", line.data());
     }
@@ -240,8 +245,8 @@ void run(int argc, char** argv) {
     fmt::print("  PyTorch twin (tests/reference/ch07_training.py --bench {}):\n", torch_steps);
     if (const auto torch = pytorch_step(torch_steps)) {
       const double ours = 1e3 * step_median.wall;
-      fmt::print("  PyTorch's products ran on {} ({} BLAS), one thread\n", torch->blas,
-                 torch->optimised_blas ? "an optimised" : "the reference");
+      fmt::print("  PyTorch's products ran on {} ({} BLAS){}, one thread\n", torch->blas,
+                 torch->optimised_blas ? "an optimised" : "the reference", measure::openblas_kernels(torch->kernels, torch->asked));
       if (torch->optimised_blas) {
         if (ours <= torch->ms)
           fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall): this program {:.1f}x faster\n",

@@ -49,11 +49,14 @@ struct Row {
 struct PyTorchRun {
   std::string blas = "unknown";
   bool optimised = false;
+  std::string kernels = "-";  // OpenBLAS's choice, e.g. SkylakeX (tests/reference/bench/blas.py)
+  std::string asked = "-";    // OPENBLAS_CORETYPE as the environment had it
   std::vector<Row> rows;
 };
 
 // Runs the PyTorch peer once for every size; its lines are
-// "pytorch_blas <name> <optimised|reference>" and "pytorch <T> <ms> <bytes>".
+// "pytorch_blas <name> <optimised|reference> <kernels> <asked>" and
+// "pytorch <T> <ms> <bytes>".
 std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
   std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "
                                 "{}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
@@ -71,7 +74,7 @@ std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t
     line >> tag;
     if (tag == "pytorch_blas") {
       std::string kind;
-      line >> run.blas >> kind;
+      line >> run.blas >> kind >> run.kernels >> run.asked;
       run.optimised = kind == "optimised";
     } else if (tag == "pytorch") {
       Row r{0, "pytorch", 0, std::nullopt, 0};
@@ -222,7 +225,8 @@ void run(int argc, char** argv) {
 
   if (!pytorch) return;
   if (!torch) return;
-  fmt::print("  PyTorch ran on {} ({} BLAS), one thread\n", torch->blas, torch->optimised ? "an optimised" : "the reference");
+  fmt::print("  PyTorch ran on {} ({} BLAS){}, one thread\n", torch->blas,
+             torch->optimised ? "an optimised" : "the reference", measure::openblas_kernels(torch->kernels, torch->asked));
   if (!torch->optimised) {
     fmt::print("  no ratio printed: the reference BLAS is about 25x slower than the one a PyTorch user has.\n"
                "  Install OpenBLAS (apt-get install libopenblas0-pthread) and run again.\n");

@@ -33,6 +33,12 @@ import sys
 import time
 import zlib
 
+if "--bench" in sys.argv[1:]:
+    # The benchmark's BLAS settings (one thread, its best kernels) must be in
+    # place before numpy or torch loads OpenBLAS: tests/reference/bench/blas.py.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+    import blas
+
 import numpy as np
 
 import torch
@@ -390,9 +396,7 @@ def full_setup(seed=42):
 
 def bench(steps):
     # Which BLAS torch's products run on: the C++ benchmark prints a ratio
-    # only against an optimised one (tests/reference/bench/blas.py).
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
-    import blas
+    # only against an optimised one (blas was imported before torch, above).
     blas.report()
     torch.set_num_threads(1)
     model, train, _, mask = full_setup()

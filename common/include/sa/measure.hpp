@@ -81,4 +81,16 @@ inline double gemm_peak_gflops(Generator& gen) {
   return 2.0 * double(n) * double(n) * double(n) / (ms * 1e6);
 }
 
+// How the benchmarks name the PyTorch peer's BLAS kernels, from the line
+// tests/reference/bench/blas.py prints: ", its SkylakeX kernels", and why
+// when the environment's OPENBLAS_CORETYPE asked for others ("-": none).
+inline std::string openblas_kernels(const std::string& kernels, const std::string& asked) {
+  if (kernels.empty() || kernels == "-") return "";
+  std::string s = ", its " + kernels + " kernels";
+  if (!asked.empty() && asked != "-" && asked != kernels)
+    s += " (this environment sets OPENBLAS_CORETYPE=" + asked +
+         "; the peer is timed with the AVX-512 kernels this CPU runs, which are faster)";
+  return s;
+}
+
 }  // namespace sa::measure
