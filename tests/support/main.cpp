@@ -11,8 +11,9 @@
 //    that test case (a crash, a hang killed by the time limit, an exit()).
 //    The function under test is the test case's tag, but a whole-model test
 //    calls many exercises; when a signal stops the test (a crash, or the
-//    SIGTERM of check's time limit) the `where` line names the innermost
-//    exercise function on the stack, the one that crashed or never returned.
+//    SIGTERM of check's time limit) or an exit() ends it, the `where` line
+//    names the innermost exercise function on the stack, the one that
+//    crashed, called exit() or never returned.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -174,31 +175,59 @@ std::set<std::string> functions_under_test() {
   return names;
 }
 
+// The function whose code holds `at`, as "focus" (no namespace, no
+// parameters), or "" if no exported symbol's extent holds it.
+std::string function_at(const char* at) {
+  Dl_info info{};
+  void* entry = nullptr;  // dladdr1 writes a const ElfW(Sym)* here
+  if (!dladdr1(at, &info, &entry, RTLD_DL_SYMENT) || !info.dli_sname || !entry || !info.dli_saddr) return "";
+  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+  const auto start = static_cast<const char*>(info.dli_saddr);
+  if (at < start || at >= start + symbol->st_size) return "";
+  std::string name = demangle(info.dli_sname);
+  // "sa::focus(Matrix const&)", or a lambda inside it: "sa::focus(...)::{lambda()#1}::operator()() const"
+  name = name.substr(0, name.find('('));                      // drop the parameters and what follows
+  if (const auto colon = name.rfind(':'); colon != std::string::npos) name = name.substr(colon + 1);  // and namespaces
+  return name;
+}
+
 // The innermost frame of the current stack that is one of `functions`.
 // Called from Catch2's signal handler, where the stack below it is the one
-// the signal interrupted. Symbols come from the executable's dynamic table
-// (the suites link with ENABLE_EXPORTS); an address is only named by a
-// symbol whose extent contains it, so a static helper is skipped, never
-// misnamed. Not async-signal-safe (dladdr, the demangler): acceptable in a
-// process that is about to die, and `check` falls back to the test case's
-// tag if nothing is written.
+// the signal interrupted, and from the exit() handler below. Symbols come
+// from the executable's dynamic table (the suites link with ENABLE_EXPORTS);
+// an address is only named by a symbol whose extent contains it, so a static
+// helper is skipped, never misnamed. Not async-signal-safe (dladdr, the
+// demangler): acceptable in a process that is about to die, and `check`
+// falls back to the test case's tag if nothing is written.
 std::string innermost_of(const std::set<std::string>& functions) {
   void* frames[128];
   const int n = backtrace(frames, 128);
   for (int i = 0; i < n; ++i) {
-    Dl_info info{};
-    void* entry = nullptr;  // dladdr1 writes a const ElfW(Sym)* here
-    if (!dladdr1(frames[i], &info, &entry, RTLD_DL_SYMENT) || !info.dli_sname || !entry || !info.dli_saddr) continue;
-    const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-    const auto at = static_cast<const char*>(frames[i]), start = static_cast<const char*>(info.dli_saddr);
-    if (at < start || at > start + symbol->st_size) continue;  // a return address may sit just past the end
-    std::string name = demangle(info.dli_sname);
-    // "sa::focus(Matrix const&)", or a lambda inside it: "sa::focus(...)::{lambda()#1}::operator()() const"
-    name = name.substr(0, name.find('('));                      // drop the parameters and what follows
-    if (const auto colon = name.rfind(':'); colon != std::string::npos) name = name.substr(colon + 1);  // and namespaces
-    if (functions.count(name)) return name;
+    // A caller's frame address is where its call returns to, so one byte
+    // back is the call itself (a call to exit() can be a function's last
+    // instruction, and then its return address is the next function's
+    // first byte). The frame a signal interrupted is the exact instruction,
+    // which may be a function's first (an endless loop at its top).
+    const auto at = static_cast<const char*>(frames[i]);
+    for (const char* probe : {at - 1, at})
+      if (const std::string name = function_at(probe); functions.count(name)) return name;
   }
   return "";
+}
+
+// exit() called inside an exercise runs the atexit handlers with the
+// exercise's frames still on the stack: the handler names the innermost one,
+// as the signal handler does (at the normal end of the suite none is on the
+// stack and nothing is written). The set is filled before the handler is
+// registered, so it outlives it.
+std::set<std::string> exit_watch;
+void report_exit_site() {
+  const char* path = std::getenv("SA_CHECK_REPORT");
+  if (!path || !*path) return;
+  const std::string where = innermost_of(exit_watch);
+  if (where.empty()) return;
+  std::ofstream out(path, std::ios::app);
+  out << "where\t" << where << std::endl;
 }
 
 class CheckReport : public Catch::TestEventListenerBase {
@@ -224,6 +253,8 @@ class CheckReport : public Catch::TestEventListenerBase {
     // loads the unwinder.
     if (functions_.empty()) {
       functions_ = functions_under_test();
+      exit_watch = functions_;
+      std::atexit(report_exit_site);
       void* warm_up[1];
       backtrace(warm_up, 1);
     }

@@ -12,7 +12,8 @@
 # every test case of each suite, and name each crashed or hung test case and
 # what happened to it, in which function (for chapter 4: combine_heads, not
 # the multi_head_attention a test is about). Finally --watch re-runs on a
-# change and stops on Ctrl-C.
+# change and stops on Ctrl-C, and an exit() in causal_mask, which other
+# functions' tests call, is named as causal_mask's.
 set -euo pipefail
 # The copy is built as a reader's is: CI's -Werror would turn a reader's
 # harmless warning into "does not compile".
@@ -163,6 +164,16 @@ rc=0; wait "$watcher" || rc=$?
 grep -qF "$((total5 - $(count 05 '[padding_masks]')))/$total5 tests" "$WORK/watch" ||
   fail "--watch's second run must count the fixed mask_and as passing"
 grep -qF 'stopped watching' "$WORK/watch" && [ "$rc" -eq 0 ] || fail "--watch must stop cleanly on Ctrl-C (exit $rc)"
+
+# exit() in a function that other functions' test cases call is placed in
+# that function, not in the function each test case is about (the chapter
+# program's path, a [masked_attention] test, calls causal_mask first).
+cp "$ROOT/solutions/05-causal-mask/mask.cpp" "$B/exercises/05-causal-mask/mask.cpp"
+inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask causal_mask(' 'std::exit(0);'
+"$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
+grep -qF 'crashed: exited early with exit status 0 (exit() inside the exercise?), in causal_mask' "$WORK/out5" &&
+  [ "$(grep -c 'crashed: exited early' "$WORK/out5")" -eq 2 ] ||  # the group's message and Fix:'s
+  fail "every test case that reached exit() in causal_mask must say 'in causal_mask', in one group: $(cat "$WORK/out5")"
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "the exercise loop survived every injected mistake"
