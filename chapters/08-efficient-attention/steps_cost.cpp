@@ -55,6 +55,25 @@ double fitted_exponent(const std::vector<double>& T, const std::vector<double>& 
   return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
+// How much of the naive path's time at its largest T is the operating
+// system handing over memory: its scores and weights are allocated afresh
+// every call, and each new page costs what this machine measures now.
+std::string fresh_pages_sentence(double naive_ms, double tiled_ms, double naive_extra_bytes) {
+  const double page_us = measure::fresh_page_us();
+  const double pages = naive_extra_bytes / 4096.0, pages_ms = pages * page_us / 1e3;
+  const double share = std::min(1.0, pages_ms / naive_ms);
+  std::string s = fmt::format(
+      "At T = {} the naive call took {:.1f} times as long as the tiled one. Part of that is not arithmetic: "
+      "its {} of scores and weights are new memory every call, {:.0f} pages of 4 KiB the operating system must "
+      "hand over, at {:.2f} us a page on this machine (measured now), about {:.1f} ms, {:.0f}% of the call.",
+      kNaiveMaxSeqLen, naive_ms / tiled_ms, bytes_str(naive_extra_bytes), pages, page_us, pages_ms, 100.0 * share);
+  if (page_us > 1.0)
+    s += " That page cost is high (0.1 to 0.3 us is usual; some virtual machines are far slower), so here the "
+         "gap is mostly memory handling; elsewhere it is smaller, but the scores still have to be written and "
+         "read back.";
+  return s;
+}
+
 void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
   Generator gen(seed);
   say(fmt::format("Chapter 3's attention(Q, K, V) builds the scores Q K^T / sqrt(d_k) and then the weights, two "
@@ -112,6 +131,7 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
                   b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen,
                   bytes_per_score, bytes_str(tiled_extra_at_naive_max), bytes_str(8192.0 * 8192 * 4),
                   bytes_str(65536.0 * 65536 * 4), o.block, o.block));
+  say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
 
   std::vector<double> all_T;
   for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,27 @@ inline std::optional<int64_t> extra_bytes(const std::function<void()>& f, int64_
   const auto peak = status_bytes("VmHWM");
   if (!before || !peak) return std::nullopt;
   return std::max<int64_t>(0, *peak - *before - output_bytes);
+}
+
+// How long this machine takes to hand the process a page of memory it has
+// not touched before, in microseconds: the median over three 64 MiB buffers
+// (each new[] of that size is fresh pages from the kernel, and delete[]
+// gives them back), one write a page. Typically 0.1-0.3 us; much more in some
+// virtual machines, where it can dominate a computation that allocates its
+// large matrices afresh every call.
+inline double fresh_page_us() {
+  constexpr int64_t bytes = int64_t(64) << 20, page = 4096;
+  std::vector<double> us;
+  for (int run = 0; run < 3; ++run) {
+    const double t0 = seconds_now();
+    {
+      std::unique_ptr<volatile char[]> buffer(new volatile char[bytes]);
+      for (int64_t at = 0; at < bytes; at += page) buffer[at] = 1;
+    }
+    us.push_back(1e6 * (seconds_now() - t0) / double(bytes / page));
+  }
+  std::sort(us.begin(), us.end());
+  return us[1];
 }
 
 // This core's float matrix-product speed: the median of C = A B for
