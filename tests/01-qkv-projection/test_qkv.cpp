@@ -9,8 +9,10 @@
 #include "support/fixtures.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
 #include <cmath>
+#include <string>
 
 using namespace sa;
 using namespace sa::test;
@@ -29,7 +31,8 @@ TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
   const auto& ids = fx().i64("embed.ids");
   const Matrix X = embed(table, ids);
   // A lookup copies: bit for bit, no arithmetic.
-  require_close("embed(table, ids)", X, fx().matrix("embed.out"), kBitExact);
+  require_close(fmt::format("embed(table {}, {} ids)", shape_str(table), ids.size()), X, fx().matrix("embed.out"),
+                kBitExact);
 }
 
 TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
@@ -64,6 +67,7 @@ TEST_CASE("positional_encoding: seq_len 0 is empty, a negative seq_len or d_mode
 TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encoding]") {
   const Matrix PE = positional_encoding(4, 4);
   require_shape("positional_encoding(4, 4)", PE, 4, 4);
+  INFO("positional_encoding(seq_len 4, d_model 4)");
   // Position 0: sin 0 = 0 and cos 0 = 1 in every pair.
   CHECK(PE(0, 0) == 0.0f);
   CHECK(PE(0, 1) == 1.0f);
@@ -79,9 +83,11 @@ TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encodin
 TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
   const Matrix X = fx().matrix("lin.X");
   Linear layer = fx().linear("lin");
-  require_close("linear(X, W, b)", linear(X, layer), fx().matrix("lin.Y"), kFloat32);
+  const std::string shapes = fmt::format("X {}, W {}", shape_str(X), shape_str(layer.W));
+  require_close(fmt::format("linear(X, W, b) ({})", shapes), linear(X, layer), fx().matrix("lin.Y"), kFloat32);
   layer.b.reset();
-  require_close("linear(X, W) without bias", linear(X, layer), fx().matrix("lin.Y_nobias"), kFloat32);
+  require_close(fmt::format("linear(X, W) without bias ({})", shapes), linear(X, layer), fx().matrix("lin.Y_nobias"),
+                kFloat32);
 }
 
 TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
@@ -95,16 +101,18 @@ TEST_CASE("project_qkv: the tutorial's d_model 8, d_k 4 example", "[ch01][projec
   const Matrix X = fx().matrix("small.X");
   Linear W_q = fx().linear("small.W_q"), W_k = fx().linear("small.W_k"), W_v = fx().linear("small.W_v");
   const QKV qkv = project_qkv(X, W_q, W_k, W_v);
-  require_close("Q", qkv.Q, fx().matrix("small.Q"), kFloat32);
-  require_close("K", qkv.K, fx().matrix("small.K"), kFloat32);
-  require_close("V", qkv.V, fx().matrix("small.V"), kFloat32);
+  const std::string call = fmt::format("project_qkv(X {}, W_q {}, W_k {}, W_v {})", shape_str(X), shape_str(W_q.W),
+                                       shape_str(W_k.W), shape_str(W_v.W));
+  require_close(call + ".Q", qkv.Q, fx().matrix("small.Q"), kFloat32);
+  require_close(call + ".K", qkv.K, fx().matrix("small.K"), kFloat32);
+  require_close(call + ".V", qkv.V, fx().matrix("small.V"), kFloat32);
   W_q.b.reset();
   W_k.b.reset();
   W_v.b.reset();
   const QKV no_bias = project_qkv(X, W_q, W_k, W_v);
-  require_close("Q without bias", no_bias.Q, fx().matrix("small.Q_nobias"), kFloat32);
-  require_close("K without bias", no_bias.K, fx().matrix("small.K_nobias"), kFloat32);
-  require_close("V without bias", no_bias.V, fx().matrix("small.V_nobias"), kFloat32);
+  require_close(call + ".Q without bias", no_bias.Q, fx().matrix("small.Q_nobias"), kFloat32);
+  require_close(call + ".K without bias", no_bias.K, fx().matrix("small.K_nobias"), kFloat32);
+  require_close(call + ".V without bias", no_bias.V, fx().matrix("small.V_nobias"), kFloat32);
 }
 
 TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][project_qkv]") {
@@ -113,7 +121,10 @@ TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][projec
   const auto tokens = tokenize("the cat sat on the mat");
   const Vocabulary vocab(tokens);
   const auto ids = vocab.ids(tokens);
-  CHECK(ids == fx().i64("run.ids"));
+  {
+    INFO("vocabulary ids of \"the cat sat on the mat\"");
+    CHECK(ids == fx().i64("run.ids"));
+  }
 
   Generator gen(42);
   const Matrix table = make_embedding(gen, vocab.size(), 64);
@@ -124,17 +135,19 @@ TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][projec
 
   const Matrix E = embed(table, ids);
   const Matrix X = E + positional_encoding(int64_t(ids.size()), 64);
-  require_close("X = E + PE", X, fx().matrix("run.X"), kElementwise);
+  require_close("X = E + PE (6 tokens, d_model 64)", X, fx().matrix("run.X"), kElementwise);
   const QKV qkv = project_qkv(X, W_q, W_k, W_v);
-  require_close("Q", qkv.Q, fx().matrix("run.Q"), kFloat32);
-  require_close("K", qkv.K, fx().matrix("run.K"), kFloat32);
-  require_close("V", qkv.V, fx().matrix("run.V"), kFloat32);
+  const std::string call = "project_qkv(X (6, 64), W_q, W_k, W_v (64, 64)) of the running example";
+  require_close(call + ".Q", qkv.Q, fx().matrix("run.Q"), kFloat32);
+  require_close(call + ".K", qkv.K, fx().matrix("run.K"), kFloat32);
+  require_close(call + ".V", qkv.V, fx().matrix("run.V"), kFloat32);
   // Scores reach ~10 in magnitude over 64-term sums: float32 ordering
   // differences stay below 1e-4 relative.
   const Matrix scores = qkv.Q * qkv.K.transpose();
-  require_close("Q Kᵀ", scores, fx().matrix("run.scores"), kFloat32);
+  require_close("Q Kᵀ of the running example (6 x 6)", scores, fx().matrix("run.scores"), kFloat32);
   // The two "the"s share an embedding row; the positional encoding is
   // what tells them apart.
+  INFO("rows 0 and 4 of E = embed(table (5, 64), ids) and of X = E + PE: both are \"the\"");
   CHECK(E.row(0) == E.row(4));
   CHECK(X.row(0) != X.row(4));
 }

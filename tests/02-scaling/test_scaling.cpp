@@ -47,7 +47,7 @@ TEST_CASE("scaled_scores: hand-derived 2 x 3 example", "[ch02][scaled_scores]") 
   expected << 1 * r, 2 * r, 0,  //
       1 * r, -1 * r, 3 * r;
   // One product of exact small integers, then one division: a few ulps.
-  require_close("scaled_scores(I, K)", scaled_scores(Q, K), expected, kElementwise);
+  require_close("scaled_scores(Q = I (2, 2), K (3, 2))", scaled_scores(Q, K), expected, kElementwise);
 }
 
 TEST_CASE("scaled_scores: the running example matches PyTorch", "[ch02][scaled_scores]") {
@@ -57,7 +57,8 @@ TEST_CASE("scaled_scores: the running example matches PyTorch", "[ch02][scaled_s
   const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
   // 64-term float32 sums in another order than PyTorch's, then an exact
   // division by 8: kFloat32.
-  require_close("scaled_scores(Q, K)", scaled_scores(qkv.Q, qkv.K), fx().matrix("run.scaled"), kFloat32);
+  require_close("scaled_scores(Q (6, 64), K (6, 64)) of the running example", scaled_scores(qkv.Q, qkv.K),
+                fx().matrix("run.scaled"), kFloat32);
 }
 
 TEST_CASE("scaled_scores: cross-attention, 10 queries x 50 keys", "[ch02][scaled_scores]") {
@@ -67,8 +68,8 @@ TEST_CASE("scaled_scores: cross-attention, 10 queries x 50 keys", "[ch02][scaled
   require_shape("scaled_scores((10, 16), (50, 16))", scores, 10, 50);
   require_close("scaled_scores((10, 16), (50, 16))", scores, fx().matrix("cross.scaled"), kFloat32);
   // And the other way round: keys as queries give the transpose.
-  require_close("scaled_scores(K, Q)", scaled_scores(K, Q), Matrix(fx().matrix("cross.scaled").transpose()),
-                kFloat32);
+  require_close("scaled_scores(K (50, 16), Q (10, 16))", scaled_scores(K, Q),
+                Matrix(fx().matrix("cross.scaled").transpose()), kFloat32);
 }
 
 TEST_CASE("scaled_scores: every entry of a batch of 3", "[ch02][scaled_scores]") {
@@ -77,8 +78,10 @@ TEST_CASE("scaled_scores: every entry of a batch of 3", "[ch02][scaled_scores]")
   // sqrt(32) is not exact in float32; PyTorch and the book both round it once.
   REQUIRE(fx().shape("batch.scaled") == Shape{3, 7, 5});
   for (int64_t b = 0; b < 3; ++b) {
-    const Matrix scores = scaled_scores(fx().matrix("batch.Q", b), fx().matrix("batch.K", b));
-    require_close(fmt::format("batch entry {}", b), scores, fx().matrix("batch.scaled", b), kFloat32);
+    const Matrix Q = fx().matrix("batch.Q", b), K = fx().matrix("batch.K", b);
+    const Matrix scores = scaled_scores(Q, K);
+    require_close(fmt::format("scaled_scores(Q {}, K {}) of batch entry {} of 3", shape_str(Q), shape_str(K), b),
+                  scores, fx().matrix("batch.scaled", b), kFloat32);
   }
 }
 
@@ -131,7 +134,8 @@ TEST_CASE("dot_product_stats: the same draws and numbers as PyTorch", "[ch02][do
     const DotStats stats = dot_product_stats(gen, c.d_k, c.samples);
     const auto& expected = fx().f32(fmt::format("stats.{}.{}.{}", c.seed, c.d_k, c.samples));
     const auto actual = as_floats(stats);
-    const std::string what = fmt::format("seed {}, d_k {}, {} samples", c.seed, c.d_k, c.samples);
+    const std::string what = fmt::format("dot_product_stats(Generator({}), d_k {}, {} samples)", c.seed, c.d_k,
+                                         c.samples);
     const double spread = std::sqrt(double(c.d_k));
     require_close(what + ": mean of q.k", {actual[0]}, {expected[0]}, {1e-5 * spread, 0});
     require_close(what + ": variance of q.k", {actual[1]}, {expected[1]}, {0, 1e-5});
@@ -156,16 +160,39 @@ TEST_CASE("dot_product_stats: the variance of q.k is d_k, scaled it is 1", "[ch0
     const DotStats s = dot_product_stats(gen, d_k, n);
     const double rel_se = std::sqrt(2.0 / double(n - 1) + 6.0 / (double(n) * double(d_k)));
     const double mean_se = std::sqrt(double(d_k) / double(n));
-    INFO(fmt::format("d_k {}, {} samples: mean {:.4f}, variance {:.3f}, scaled mean {:.4f}, scaled variance {:.4f}",
+    INFO(fmt::format("dot_product_stats(gen of seed 2024, d_k {}, {} samples): mean {:.4f}, variance {:.3f}, "
+                     "scaled mean {:.4f}, scaled variance {:.4f}",
                      d_k, n, s.mean, s.variance, s.scaled_mean, s.scaled_variance));
-    CHECK(std::abs(s.variance / double(d_k) - 1.0) <= 5 * rel_se);
-    CHECK(std::abs(s.scaled_variance - 1.0) <= 5 * rel_se);
-    CHECK(std::abs(s.mean) <= 5 * mean_se);
-    CHECK(std::abs(s.scaled_mean) <= 5 / std::sqrt(double(n)));
+    {
+      INFO(fmt::format("expected variance / d_k within 5 standard errors ({:.4f}) of 1, got {:.4f}", 5 * rel_se,
+                       s.variance / double(d_k)));
+      CHECK(std::abs(s.variance / double(d_k) - 1.0) <= 5 * rel_se);
+    }
+    {
+      INFO(fmt::format("expected the scaled variance within {:.4f} of 1, got {:.4f}", 5 * rel_se, s.scaled_variance));
+      CHECK(std::abs(s.scaled_variance - 1.0) <= 5 * rel_se);
+    }
+    {
+      INFO(fmt::format("expected the mean within {:.4f} of 0, got {:.4f}", 5 * mean_se, s.mean));
+      CHECK(std::abs(s.mean) <= 5 * mean_se);
+    }
+    {
+      INFO(fmt::format("expected the scaled mean within {:.4f} of 0, got {:.4f}", 5 / std::sqrt(double(n)),
+                       s.scaled_mean));
+      CHECK(std::abs(s.scaled_mean) <= 5 / std::sqrt(double(n)));
+    }
     // Scaling each sample by 1/sqrt(d_k) scales the variance by 1/d_k
     // exactly (up to double rounding).
-    CHECK(s.scaled_variance == Approx(s.variance / double(d_k)).epsilon(1e-12));
-    CHECK(s.scaled_mean == Approx(s.mean / std::sqrt(double(d_k))).epsilon(1e-12).margin(1e-15));
+    {
+      INFO(fmt::format("expected scaled variance = variance / d_k = {:.9g}, got {:.9g}", s.variance / double(d_k),
+                       s.scaled_variance));
+      CHECK(s.scaled_variance == Approx(s.variance / double(d_k)).epsilon(1e-12));
+    }
+    {
+      INFO(fmt::format("expected scaled mean = mean / sqrt(d_k) = {:.9g}, got {:.9g}",
+                       s.mean / std::sqrt(double(d_k)), s.scaled_mean));
+      CHECK(s.scaled_mean == Approx(s.mean / std::sqrt(double(d_k))).epsilon(1e-12).margin(1e-15));
+    }
   }
 }
 
@@ -178,8 +205,8 @@ TEST_CASE("dot_product_stats: d_k < 1 and fewer than 2 samples are refused", "[c
   // Two samples are enough for an unbiased variance: (a - b)² / 2.
   const DotStats two = dot_product_stats(gen, 8, 2);
   {
-    INFO("dot_product_stats(gen, d_k 8, 2 samples): variance " << two.variance);
+    INFO("dot_product_stats(gen, d_k 8, 2 samples): expected a finite variance >= 0, got " << two.variance);
     CHECK(std::isfinite(two.variance));
+    CHECK(two.variance >= 0);
   }
-  CHECK(two.variance >= 0);
 }

@@ -141,7 +141,9 @@ TEST_CASE("softmax_rows: logits of +-1e4 and +-1e30 give finite one-hot or unifo
       -1e4f, -9999.0f, -9998.0f, -9997.0f;  // only differences matter: softmax(0, 1, 2, 3)
   const Matrix P = softmax_rows(X);
   for (int64_t i = 0; i < P.size(); ++i)
-    if (!std::isfinite(P.data()[i])) FAIL(fmt::format("softmax_rows: entry {} is {}, not finite", i, P.data()[i]));
+    if (!std::isfinite(P.data()[i]))
+      FAIL(fmt::format("softmax_rows of extreme logits (5, 4): entry [{}, {}] is {}, expected a finite weight",
+                       i / P.cols(), i % P.cols(), P.data()[i]));
   // exp(-1e4) and exp(-2e30) are exactly 0 in float32 and exp(0) is exactly 1,
   // so these rows are exact up to the rounding of 1/3-style divisions.
   const double z = 1 + std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
@@ -158,7 +160,9 @@ TEST_CASE("softmax_rows: a -inf entry gets exactly zero weight", "[ch03][softmax
   X << 0.5f, -kInf, 1.5f, -0.25f,  //
       -kInf, 2.0f, -kInf, -kInf;
   const Matrix P = softmax_rows(X);
+  require_shape("softmax_rows of a (2, 4) matrix", P, 2, 4);
   // Exactly 0, not merely small: chapter 5's masks rely on it.
+  INFO("softmax_rows([[0.5, -inf, 1.5, -0.25], [-inf, 2, -inf, -inf]])");
   CHECK(P(0, 1) == 0.0f);
   CHECK(P(1, 0) == 0.0f);
   CHECK(P(1, 2) == 0.0f);
@@ -186,7 +190,7 @@ TEST_CASE("softmax_rows: a row that is all -inf gives zeros, not NaN", "[ch03][s
   expected << float(first[0]), float(first[1]), float(first[2]), float(first[3]),  //
       0, 0, 0, 0,                                                                  //
       0.5f, 0, 0.5f, 0;
-  require_close("softmax_rows with an all -inf row", P, expected, kElementwise);
+  require_close("softmax_rows of a (3, 4) matrix whose row 1 is all -inf", P, expected, kElementwise);
   Matrix one(1, 1);
   one << -kInf;
   require_close("softmax_rows([[-inf]])", softmax_rows(one), Matrix::Zero(1, 1), kBitExact);
@@ -245,7 +249,8 @@ TEST_CASE("softmax_backward: agrees with central finite differences", "[ch03][so
       expected(i, j) = float(central_difference(moved[size_t(j)], h, [&] { return loss(moved); }));
   }
   REQUIRE(expected.cwiseAbs().maxCoeff() > 0.05f);  // the yardstick itself is not trivially small
-  require_close("softmax_backward vs central differences", softmax_backward(P, dY), expected, kFloat32);
+  require_close("softmax_backward(P (4, 7), dY (4, 7)) vs central differences", softmax_backward(P, dY), expected,
+                kFloat32);
 }
 
 TEST_CASE("softmax_backward: hand-derived properties", "[ch03][softmax_backward]") {
@@ -255,21 +260,32 @@ TEST_CASE("softmax_backward: hand-derived properties", "[ch03][softmax_backward]
   const Matrix P = softmax_reference(gen.randn(5, 8) * 2.0f);
   const Matrix dY = gen.randn(5, 8);
   const Matrix dX = softmax_backward(P, dY);
-  REQUIRE(dX.cwiseAbs().maxCoeff() > 0.01f);
-  for (double s : row_sums(dX)) CHECK(std::abs(s) < 1e-6);
+  require_shape("softmax_backward(P (5, 8), dY (5, 8))", dX, 5, 8);
+  {
+    INFO("softmax_backward(P (5, 8), dY (5, 8)): largest |dX| " << dX.cwiseAbs().maxCoeff()
+                                                                << ", expected above 0.01 (not all zeros)");
+    REQUIRE(dX.cwiseAbs().maxCoeff() > 0.01f);
+  }
+  const auto sums = row_sums(dX);
+  for (size_t i = 0; i < sums.size(); ++i)
+    if (!(std::abs(sums[i]) < 1e-6))
+      FAIL_CHECK(fmt::format("softmax_backward(P (5, 8), dY (5, 8)): row {} of dX sums to {:.9g}, expected 0 "
+                             "(tolerance 1e-6)",
+                             i, sums[i]));
   // A saturated (one-hot) row passes no gradient at all: p_j is 0 or 1, so
   // p_j (dy_j - <p, dy>) is exactly 0. This is the vanishing gradient of
   // unscaled attention.
   Matrix one_hot = Matrix::Zero(2, 4);
   one_hot(0, 2) = 1.0f;
   one_hot(1, 0) = 1.0f;
-  require_close("softmax_backward of one-hot rows", softmax_backward(one_hot, gen.randn(2, 4)), Matrix::Zero(2, 4),
-                kBitExact);
+  require_close("softmax_backward(P (2, 4) of one-hot rows, dY (2, 4))", softmax_backward(one_hot, gen.randn(2, 4)),
+                Matrix::Zero(2, 4), kBitExact);
   // Uniform p = 1/n: dx = (dy - mean(dy)) / n.
   Matrix uniform = Matrix::Constant(1, 4, 0.25f), dy(1, 4), expected(1, 4);
   dy << 1.0f, -2.0f, 0.5f, 4.5f;  // mean 1
   expected << 0.0f, -0.75f, -0.125f, 0.875f;
-  require_close("softmax_backward of a uniform row", softmax_backward(uniform, dy), expected, kElementwise);
+  require_close("softmax_backward(P = (0.25, 0.25, 0.25, 0.25), dY = (1, -2, 0.5, 4.5))", softmax_backward(uniform, dy),
+                expected, kElementwise);
 }
 
 // ===========================================================================
@@ -286,17 +302,22 @@ TEST_CASE("attention: the running example matches PyTorch from the seed on", "[c
   require_shape("attention(Q, K, V).output", a.output, 6, 64);
   // Scores of ~10 from 64-term float32 sums, then softmax and a 6-term
   // weighted average: differences from PyTorch stay near 1e-6.
-  require_close("attention weights", a.weights, fx().matrix("run.weights"), kFloat32);
-  require_close("attention output", a.output, fx().matrix("run.output"), kFloat32);
+  require_close("attention(Q, K, V (6, 64)).weights of the running example", a.weights, fx().matrix("run.weights"),
+                kFloat32);
+  require_close("attention(Q, K, V (6, 64)).output of the running example", a.output, fx().matrix("run.output"),
+                kFloat32);
 }
 
 TEST_CASE("attention: cross-attention, 10 queries over 50 keys, d_v != d_k", "[ch03][attention]") {
   const Attention a = attention(fx().matrix("att.cross.Q"), fx().matrix("att.cross.K"), fx().matrix("att.cross.V"));
   require_shape("weights (seq_q, seq_k)", a.weights, 10, 50);
   require_shape("output (seq_q, d_v)", a.output, 10, 24);
-  require_close("cross-attention weights", a.weights, fx().matrix("att.cross.weights"), kFloat32);
-  require_close("cross-attention output", a.output, fx().matrix("att.cross.output"), kFloat32);
-  require_distributions("cross-attention weights", a.weights, 2e-5);
+  const std::string call =
+      fmt::format("attention(Q {}, K {}, V {})", shape_str(fx().matrix("att.cross.Q")),
+                  shape_str(fx().matrix("att.cross.K")), shape_str(fx().matrix("att.cross.V")));
+  require_close(call + ".weights", a.weights, fx().matrix("att.cross.weights"), kFloat32);
+  require_close(call + ".output", a.output, fx().matrix("att.cross.output"), kFloat32);
+  require_distributions(call + ".weights", a.weights, 2e-5);
 }
 
 TEST_CASE("attention: a batch of 3, one batch entry at a time", "[ch03][attention]") {
@@ -305,8 +326,11 @@ TEST_CASE("attention: a batch of 3, one batch entry at a time", "[ch03][attentio
   for (int64_t b = 0; b < batch; ++b) {
     const Attention a =
         attention(fx().matrix("att.batch.Q", b), fx().matrix("att.batch.K", b), fx().matrix("att.batch.V", b));
-    require_close(fmt::format("weights[{}]", b), a.weights, fx().matrix("att.batch.weights", b), kFloat32);
-    require_close(fmt::format("output[{}]", b), a.output, fx().matrix("att.batch.output", b), kFloat32);
+    const std::string call =
+        fmt::format("attention(Q {}, K {}, V {}) of batch entry {} of 3", shape_str(fx().matrix("att.batch.Q", b)),
+                    shape_str(fx().matrix("att.batch.K", b)), shape_str(fx().matrix("att.batch.V", b)), b);
+    require_close(call + ".weights", a.weights, fx().matrix("att.batch.weights", b), kFloat32);
+    require_close(call + ".output", a.output, fx().matrix("att.batch.output", b), kFloat32);
   }
 }
 
@@ -318,9 +342,10 @@ TEST_CASE("attention: identical keys give uniform weights and the mean of V", "[
   const Matrix K = gen.randn(1, 4).replicate(5, 1);
   const Matrix V = gen.randn(5, 2);
   const Attention a = attention(Q, K, V);
-  require_close("weights with identical keys", a.weights, Matrix::Constant(3, 5, 0.2f), kElementwise);
+  require_close("attention(Q (3, 4), K (5, 4) all rows equal, V (5, 2)).weights", a.weights,
+                Matrix::Constant(3, 5, 0.2f), kElementwise);
   const Matrix mean = V.colwise().mean().replicate(3, 1);
-  require_close("output with identical keys", a.output, mean, kFloat32);
+  require_close("attention(Q (3, 4), K (5, 4) all rows equal, V (5, 2)).output", a.output, mean, kFloat32);
 }
 
 // ===========================================================================
@@ -332,6 +357,8 @@ TEST_CASE("row_entropy: hand-derived values", "[ch03][row_entropy]") {
   // Float inputs such as 1/6 carry a relative error of 3e-8, so 1e-6 is ample.
   for (int64_t n : {1, 2, 6, 50}) {
     const auto H = row_entropy(Matrix::Constant(2, n, 1.0f / float(n)));
+    INFO("row_entropy of 2 rows uniform over " << n << " keys: expected log " << n << " = " << std::log(double(n))
+                                               << " each");
     REQUIRE(H.size() == 2);
     CHECK(H[0] == Approx(std::log(double(n))).margin(1e-6));
     CHECK(H[1] == Approx(std::log(double(n))).margin(1e-6));
@@ -342,6 +369,8 @@ TEST_CASE("row_entropy: hand-derived values", "[ch03][row_entropy]") {
       0.25f, 0.25f, 0.5f, 0,    // 1.5 log 2
       0, 0, 0, 0;               // an all-masked row from softmax_rows: nothing to spread
   const auto H = row_entropy(W);
+  INFO("row_entropy of rows (0, 0, 1, 0), (0.5, 0.5, 0, 0), (0.25, 0.25, 0.5, 0), (0, 0, 0, 0): expected 0, log 2, "
+       "1.5 log 2, 0");
   REQUIRE(H.size() == 4);
   for (double h : H) REQUIRE(std::isfinite(h));
   CHECK(H[0] == 0.0);
@@ -358,7 +387,11 @@ TEST_CASE("row_entropy: matches PyTorch (torch.special.entr summed)", "[ch03][ro
   const auto H = row_entropy(W);
   require_close("row_entropy(weights with exact zeros)", to_float(H), fx().f32("metrics.entropy"), kFloat32);
   // Always between 0 (one-hot) and log n (uniform).
-  for (double h : H) CHECK((h >= 0.0 && h <= std::log(double(W.cols())) + 1e-6));
+  for (size_t i = 0; i < H.size(); ++i) {
+    INFO(fmt::format("row_entropy(W {}) row {}: got {:.9g}, expected a value in [0, log {} = {:.6f}]", shape_str(W), i,
+                     H[i], W.cols(), std::log(double(W.cols()))));
+    CHECK((H[i] >= 0.0 && H[i] <= std::log(double(W.cols())) + 1e-6));
+  }
 }
 
 // ===========================================================================
@@ -386,9 +419,15 @@ TEST_CASE("focus: hand-derived values", "[ch03][focus]") {
 TEST_CASE("focus: matches PyTorch (max over keys, mean over queries)", "[ch03][focus]") {
   // A mean of at most 8 maxima: no arithmetic worth a tolerance beyond kFloat32.
   const double run = focus(fx().matrix("run.weights"));
-  CHECK(run == Approx(fx().scalar("run.focus")).epsilon(1e-4).margin(1e-5));
+  {
+    INFO("focus of the running example's weights (6, 6): expected " << fx().scalar("run.focus"));
+    CHECK(run == Approx(fx().scalar("run.focus")).epsilon(1e-4).margin(1e-5));
+  }
   const double metrics = focus(fx().matrix("metrics.W"));
-  CHECK(metrics == Approx(fx().scalar("metrics.focus")).epsilon(1e-4).margin(1e-5));
+  {
+    INFO("focus(W " << shape_str(fx().matrix("metrics.W")) << "): expected " << fx().scalar("metrics.focus"));
+    CHECK(metrics == Approx(fx().scalar("metrics.focus")).epsilon(1e-4).margin(1e-5));
+  }
   // Between 1/n (uniform) and 1 (one-hot).
   INFO("focus of the running example's weights (6 keys): " << run);
   CHECK((run >= 1.0 / 6.0 && run <= 1.0));

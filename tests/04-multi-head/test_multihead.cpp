@@ -73,7 +73,8 @@ TEST_CASE("split_heads: matches PyTorch's view + transpose", "[ch04][split_heads
   // (2 * 3, 8) -> (2, 4, 3, 2). Splitting copies numbers and computes
   // nothing, so bit for bit.
   const Tensor4 heads = split_heads(fx().matrix("split.X"), 2, 4);
-  require_close("split_heads(X, 2, 4)", heads, fx().tensor4("split.heads"), kBitExact);
+  require_close(fmt::format("split_heads(X {}, batch 2, n_heads 4)", shape_str(fx().matrix("split.X"))), heads,
+                fx().tensor4("split.heads"), kBitExact);
 }
 
 TEST_CASE("split_heads: head h of sequence b is a column block of that sequence's rows", "[ch04][split_heads]") {
@@ -85,8 +86,9 @@ TEST_CASE("split_heads: head h of sequence b is a column block of that sequence'
     for (int64_t h = 0; h < n_heads; ++h)
       for (int64_t s = 0; s < seq; ++s)
         for (int64_t d = 0; d < d_k; ++d) {
-          INFO("heads[" << b << ", " << h << ", " << s << ", " << d << "] should be X[" << b * seq + s << ", "
-                        << h * d_k + d << "]");
+          INFO("split_heads(X (8, 6), batch 2, n_heads 3): heads[" << b << ", " << h << ", " << s << ", " << d
+                                                                    << "] should be X[" << b * seq + s << ", "
+                                                                    << h * d_k + d << "]");
           REQUIRE(heads(b, h, s, d) == X(b * seq + s, h * d_k + d));
         }
   // One sequence and one head: the head is X itself.
@@ -113,7 +115,8 @@ TEST_CASE("split_heads: refuses sizes that do not divide", "[ch04][split_heads]"
 TEST_CASE("combine_heads: matches PyTorch's transpose + reshape", "[ch04][combine_heads]") {
   // (3, 2, 4, 5) -> (3 * 4, 2 * 5): copies only, bit for bit.
   const Matrix X = combine_heads(fx().tensor4("combine.heads"));
-  require_close("combine_heads(heads)", X, fx().matrix("combine.X"), kBitExact);
+  require_close(fmt::format("combine_heads(heads {})", shape_str(fx().tensor4("combine.heads").shape())), X,
+                fx().matrix("combine.X"), kBitExact);
 }
 
 TEST_CASE("combine_heads(split_heads(X)) == X exactly", "[ch04][combine_heads]") {
@@ -140,21 +143,32 @@ TEST_CASE("combine_heads(split_heads(X)) == X exactly", "[ch04][combine_heads]")
 TEST_CASE("multi_head_attention: a batch of 3 sequences matches PyTorch", "[ch04][multi_head_attention]") {
   const AttentionParams params = fx().attention_params("batch");
   const Matrix X = fx().matrix("batch.X_q");  // 3 sequences of 5 tokens, d_model 16
-  const MultiHead mh = multi_head_attention(X, X, 3, params, 4);
+  const std::string call = fmt::format("multi_head_attention(X {}, batch 3, n_heads 4)", shape_str(X));
+  const MultiHead mh = [&] {
+    INFO(call);  // for an exception thrown inside
+    return multi_head_attention(X, X, 3, params, 4);
+  }();
   // Products of 16 terms, a softmax over 5 keys, 4 more products: float32
   // summation order is the only difference from PyTorch.
-  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("batch.weights"), kFloat32);
-  require_close("output (batch * seq, d_model)", mh.output, fx().matrix("batch.output"), kFloat32);
+  require_close(call + ".weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("batch.weights"),
+                kFloat32);
+  require_close(call + ".output (batch * seq, d_model)", mh.output, fx().matrix("batch.output"), kFloat32);
 }
 
 TEST_CASE("multi_head_attention: cross-attention, 4 queries over 7 keys", "[ch04][multi_head_attention]") {
   const AttentionParams params = fx().attention_params("cross");
   const Matrix X_q = fx().matrix("cross.X_q");    // 2 sequences of 4 queries, d_model 12
   const Matrix X_kv = fx().matrix("cross.X_kv");  // 2 sequences of 7 keys/values
-  const MultiHead mh = multi_head_attention(X_q, X_kv, 2, params, 3);
+  const std::string call = fmt::format("multi_head_attention(X_q {}, X_kv {}, batch 2, n_heads 3)", shape_str(X_q),
+                                       shape_str(X_kv));
+  const MultiHead mh = [&] {
+    INFO(call);  // for an exception thrown inside
+    return multi_head_attention(X_q, X_kv, 2, params, 3);
+  }();
   // Same operations as the batch case, at most 12-term sums: kFloat32.
-  require_close("weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("cross.weights"), kFloat32);
-  require_close("output (batch * seq_q, d_model)", mh.output, fx().matrix("cross.output"), kFloat32);
+  require_close(call + ".weights (batch, n_heads, seq_q, seq_k)", mh.weights, fx().tensor4("cross.weights"),
+                kFloat32);
+  require_close(call + ".output (batch * seq_q, d_model)", mh.output, fx().matrix("cross.output"), kFloat32);
 }
 
 TEST_CASE("multi_head_attention: the chapter's running example from the seed", "[ch04][multi_head_attention]") {
@@ -173,30 +187,48 @@ TEST_CASE("multi_head_attention: the chapter's running example from the seed", "
   const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(int64_t(tokens.size()), 64);
   require_close("X = E + PE", X, fx().matrix("run.X_q"), kElementwise);
 
-  const MultiHead mh = multi_head_attention(X, X, 1, params, 4);
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X (6, 64), batch 1, n_heads 4)");  // for an exception thrown inside
+    return multi_head_attention(X, X, 1, params, 4);
+  }();
   // 64-term products and scores of a few units: float32 ordering only.
-  require_close("Q split into heads", split_heads(linear(X, params.W_q), 1, 4), fx().tensor4("run.Q_heads"),
-                kFloat32);
-  require_close("weights (1, 4, 6, 6)", mh.weights, fx().tensor4("run.weights"), kFloat32);
-  require_close("output (1, 6, 64)", mh.output, fx().matrix("run.output"), kFloat32);
+  require_close("split_heads(linear(X, W_q) (6, 64), batch 1, n_heads 4)", split_heads(linear(X, params.W_q), 1, 4),
+                fx().tensor4("run.Q_heads"), kFloat32);
+  require_close("multi_head_attention(X (6, 64), batch 1, n_heads 4).weights (1, 4, 6, 6)", mh.weights,
+                fx().tensor4("run.weights"), kFloat32);
+  require_close("multi_head_attention(X (6, 64), batch 1, n_heads 4).output (6, 64)", mh.output,
+                fx().matrix("run.output"), kFloat32);
 
   const Matrix X_dec = gen.randn(10, 64), X_enc = gen.randn(50, 64);
-  const MultiHead cross = multi_head_attention(X_dec, X_enc, 1, params, 4);
-  require_close("cross weights (1, 4, 10, 50)", cross.weights, fx().tensor4("run.cross.weights"), kFloat32);
-  require_close("cross output (1, 10, 64)", cross.output, fx().matrix("run.cross.output"), kFloat32);
+  const MultiHead cross = [&] {
+    INFO("multi_head_attention(X_q (10, 64), X_kv (50, 64), batch 1, n_heads 4)");  // for an exception thrown inside
+    return multi_head_attention(X_dec, X_enc, 1, params, 4);
+  }();
+  require_close("multi_head_attention(X_q (10, 64), X_kv (50, 64), batch 1, n_heads 4).weights (1, 4, 10, 50)",
+                cross.weights, fx().tensor4("run.cross.weights"), kFloat32);
+  require_close("multi_head_attention(X_q (10, 64), X_kv (50, 64), batch 1, n_heads 4).output (10, 64)",
+                cross.output, fx().matrix("run.cross.output"), kFloat32);
 }
 
 TEST_CASE("multi_head_attention: every head's weight rows sum to 1", "[ch04][multi_head_attention]") {
   Generator gen(11);
   const AttentionParams params = make_attention_params(gen, 24);
   const Matrix X_q = gen.randn(3 * 5, 24), X_kv = gen.randn(3 * 9, 24);
-  const MultiHead self = multi_head_attention(X_q, X_q, 3, params, 6);
-  require_shape("self-attention weights", self.weights.shape(), Shape{3, 6, 5, 5});
-  require_distributions("self-attention weights", self.weights, 1e-5);  // float32 softmax rows: a few ulps
-  const MultiHead cross = multi_head_attention(X_q, X_kv, 3, params, 6);
-  require_shape("cross-attention weights", cross.weights.shape(), Shape{3, 6, 5, 9});
-  require_shape("cross-attention output", cross.output, 15, 24);
-  require_distributions("cross-attention weights", cross.weights, 1e-5);
+  const MultiHead self = [&] {
+    INFO("multi_head_attention(X (15, 24), batch 3, n_heads 6)");  // for an exception thrown inside
+    return multi_head_attention(X_q, X_q, 3, params, 6);
+  }();
+  const std::string self_call = "multi_head_attention(X (15, 24), batch 3, n_heads 6).weights";
+  require_shape(self_call, self.weights.shape(), Shape{3, 6, 5, 5});
+  require_distributions(self_call, self.weights, 1e-5);  // float32 softmax rows: a few ulps
+  const MultiHead cross = [&] {
+    INFO("multi_head_attention(X_q (15, 24), X_kv (27, 24), batch 3, n_heads 6)");  // for an exception thrown inside
+    return multi_head_attention(X_q, X_kv, 3, params, 6);
+  }();
+  const std::string cross_call = "multi_head_attention(X_q (15, 24), X_kv (27, 24), batch 3, n_heads 6)";
+  require_shape(cross_call + ".weights", cross.weights.shape(), Shape{3, 6, 5, 9});
+  require_shape(cross_call + ".output", cross.output, 15, 24);
+  require_distributions(cross_call + ".weights", cross.weights, 1e-5);
 }
 
 TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence, head)",
@@ -219,11 +251,13 @@ TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence,
   std::vector<std::vector<int>> calls(batch, std::vector<int>(n_heads, 0));
   int unknown = 0;
   auto spy = [&](const Matrix& q, const Matrix& k, const Matrix& v, int64_t b) {
+    INFO("the head attention was called with sequence index b = " << b << "; batch 2, n_heads 4, d_k 2, seq_q 3, "
+                                                                     "seq_k 5");
     REQUIRE(b >= 0);
     REQUIRE(b < batch);
-    require_shape("Q of one head", q, seq_q, d_k);
-    require_shape("K of one head", k, seq_k, d_k);
-    require_shape("V of one head", v, seq_k, d_k);
+    require_shape("Q of one head (seq_q, d_k)", q, seq_q, d_k);
+    require_shape("K of one head (seq_k, d_k)", k, seq_k, d_k);
+    require_shape("V of one head (seq_k, d_k)", v, seq_k, d_k);
     // Which head is this? Its Q must be one of sequence b's column blocks
     // (float32 tolerance: the projection may be summed in another order).
     int64_t h = -1;
@@ -243,12 +277,13 @@ TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence,
   const MultiHead mh = multi_head_attention(X_q, X_kv, batch, params, n_heads, spy);
 
   {
-    INFO(unknown << " call(s) of the head attention got a Q and K that are no head of that sequence");
+    INFO(unknown << " call(s) of the head attention got a Q and K that are no head of that sequence"
+                 << " (batch 2, n_heads 4, d_model 8, d_k 2)");
     CHECK(unknown == 0);
   }
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < n_heads; ++h) {
-      INFO("sequence " << b << ", head " << h);
+      INFO("calls of the head attention for sequence " << b << ", head " << h << " (batch 2, n_heads 4): expected 1");
       CHECK(calls[size_t(b)][size_t(h)] == 1);
     }
   // The custom weights land in weights[b, h] untouched.
@@ -258,7 +293,9 @@ TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence,
       require_close(fmt::format("weights[{}, {}]", b, h), Matrix(mh.weights.view(b, h)),
                     Matrix::Constant(seq_q, seq_k, float(10 * b + h)), kBitExact);
   // Heads that output 0 leave only W_o's bias: 0 W_o + b_o = b_o exactly.
-  require_close("output when every head returns 0", mh.output, params.W_o.b->replicate(batch * seq_q, 1), kBitExact);
+  require_close("multi_head_attention(X_q (6, 8), X_kv (10, 8), batch 2, n_heads 4).output when every head "
+                "returns 0",
+                mh.output, params.W_o.b->replicate(batch * seq_q, 1), kBitExact);
 }
 
 TEST_CASE("multi_head_attention: one head of width d_model is chapter 3's attention, then W_o",
@@ -271,8 +308,10 @@ TEST_CASE("multi_head_attention: one head of width d_model is chapter 3's attent
   const Attention single = attention(qkv.Q, qkv.K, qkv.V);
   // The same operations on the same numbers; kFloat32 only in case a
   // product is blocked differently.
-  require_close("weights[0, 0]", Matrix(mh.weights.view(0, 0)), single.weights, kFloat32);
-  require_close("output", mh.output, linear(single.output, params.W_o), kFloat32);
+  require_close("multi_head_attention(X (7, 16), batch 1, n_heads 1).weights[0, 0] vs attention",
+                Matrix(mh.weights.view(0, 0)), single.weights, kFloat32);
+  require_close("multi_head_attention(X (7, 16), batch 1, n_heads 1).output vs linear(attention output, W_o)",
+                mh.output, linear(single.output, params.W_o), kFloat32);
 }
 
 TEST_CASE("multi_head_attention: the sequences of a batch never see each other", "[ch04][multi_head_attention]") {
@@ -285,9 +324,12 @@ TEST_CASE("multi_head_attention: the sequences of a batch never see each other",
   // Sequence 1 in the batch = sequence 1 on its own; kFloat32 because a
   // product over more rows may be blocked (summed) differently.
   for (int64_t h = 0; h < 3; ++h)
-    require_close(fmt::format("weights[1, {}] vs alone", h), Matrix(both.weights.view(1, h)),
-                  Matrix(alone.weights.view(0, h)), kFloat32);
-  require_close("output rows of sequence 1 vs alone", Matrix(both.output.bottomRows(4)), alone.output, kFloat32);
+    require_close(fmt::format("multi_head_attention(X (8, 12), batch 2, n_heads 3).weights[1, {}] vs sequence 1 alone "
+                              "(batch 1)",
+                              h),
+                  Matrix(both.weights.view(1, h)), Matrix(alone.weights.view(0, h)), kFloat32);
+  require_close("multi_head_attention(X (8, 12), batch 2, n_heads 3).output rows 4..7 vs sequence 1 alone (batch 1)",
+                Matrix(both.output.bottomRows(4)), alone.output, kFloat32);
 }
 
 TEST_CASE("multi_head_attention: refuses sizes that do not divide", "[ch04][multi_head_attention]") {

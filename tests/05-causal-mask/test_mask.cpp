@@ -70,20 +70,17 @@ void require_mask(const std::string& what, const Mask& actual, const Mask& expec
   SUCCEED();
 }
 
-// The weights strictly above the diagonal, in a fixed order.
-std::vector<float> upper_triangle(const Matrix& w) {
-  std::vector<float> upper;
-  for (int64_t i = 0; i < w.rows(); ++i)
-    for (int64_t j = i + 1; j < w.cols(); ++j) upper.push_back(w(i, j));
-  return upper;
-}
-
 // Causal weights: exactly 0 above the diagonal (exp(-inf) is exactly 0, so
 // bit for bit), row 0 exactly [1, 0, ..., 0] (softmax of one finite score),
 // row i with i+1 positive weights that sum to 1.
 void require_causal(const std::string& what, const Matrix& w) {
-  const auto upper = upper_triangle(w);
-  require_close(what + ", above the diagonal", upper, std::vector<float>(upper.size(), 0.0f), kBitExact);
+  // Exactly 0 above the diagonal (bit for bit; a NaN fails too).
+  for (int64_t i = 0; i < w.rows(); ++i)
+    for (int64_t j = i + 1; j < w.cols(); ++j)
+      if (!(w(i, j) == 0.0f))
+        FAIL(fmt::format("{} {}: entry [{}, {}] above the diagonal is {:.9g}, expected exactly 0 (query {} may not "
+                         "see the later key {})",
+                         what, shape_str(w), i, j, w(i, j), i, j));
   Matrix first_row = Matrix::Zero(1, w.cols());
   first_row(0, 0) = 1.0f;
   require_close(what + ", row 0", Matrix(w.row(0)), first_row, kBitExact);
@@ -104,7 +101,9 @@ void require_causal(const std::string& what, const Matrix& w) {
 
 void require_no_nan(const std::string& what, const Matrix& m) {
   for (int64_t k = 0; k < m.size(); ++k)
-    if (std::isnan(m.data()[k])) FAIL(fmt::format("{}: entry {} is NaN", what, k));
+    if (std::isnan(m.data()[k]))
+      FAIL(fmt::format("{}: entry [{}, {}] of {} is NaN, expected a number", what, k / m.cols(), k % m.cols(),
+                       shape_str(m)));
   SUCCEED();
 }
 
@@ -127,19 +126,22 @@ TEST_CASE("apply_mask: -inf where the mask forbids, the scores untouched elsewhe
   // masked_fill copies values and writes -inf: nothing is computed, so bit
   // for bit (require_close treats -inf as equal only to -inf).
   const Matrix masked = apply_mask(fx().matrix("am.scores"), fx().mask("am.mask"));
-  require_close("apply_mask(scores, mask)", masked, fx().matrix("am.masked"), kBitExact);
+  require_close(fmt::format("apply_mask(scores {}, mask)", shape_str(fx().matrix("am.scores"))), masked,
+                fx().matrix("am.masked"), kBitExact);
 }
 
 TEST_CASE("apply_mask: the causal mask on the running example's scores", "[ch05][apply_mask]") {
   // Q Kᵀ / 8 recomputed from PyTorch's Q and K: 64-term float32 sums.
   const Matrix scores = scaled_scores(fx().matrix("run.Q"), fx().matrix("run.K"));
   const Matrix masked = apply_mask(scores, causal(6));
-  require_close("apply_mask(scores, causal mask)", masked, fx().matrix("run.masked_scores"), kFloat32);
+  require_close("apply_mask(scores (6, 6), causal mask) of the running example", masked,
+                fx().matrix("run.masked_scores"), kFloat32);
 }
 
 TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refused", "[ch05][apply_mask]") {
   const Matrix scores = fx().matrix("am.scores");
-  require_close("apply_mask with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)), scores, kBitExact);
+  require_close("apply_mask(scores (5, 7)) with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)),
+                scores, kBitExact);
   CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(5, 6, true)), std::invalid_argument);
   CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(7, 5, true)), std::invalid_argument);
 }
@@ -149,11 +151,11 @@ TEST_CASE("padding_masks: key j is allowed iff j < length, for every query", "[c
   const std::vector<int64_t> lengths{6, 4, 2, 0};
   const auto masks = padding_masks(lengths, 6);
   {
-    INFO("padding_masks returns one mask per length");
+    INFO("padding_masks({6, 4, 2, 0}, seq_len 6) returns one mask per length: expected 4 masks, got " << masks.size());
     REQUIRE(masks.size() == lengths.size());
   }
   for (size_t b = 0; b < lengths.size(); ++b)
-    require_mask(fmt::format("padding_masks(...)[{}] (length {})", b, lengths[b]), masks[b],
+    require_mask(fmt::format("padding_masks({{6, 4, 2, 0}}, seq_len 6)[{}] (length {})", b, lengths[b]), masks[b],
                  mask_where(6, 6, [&](int64_t, int64_t j) { return j < lengths[b]; }));
   INFO("padding_masks of no lengths is no masks");
   CHECK(padding_masks({}, 6).empty());
@@ -187,8 +189,10 @@ TEST_CASE("mask_and: causal and padding together", "[ch05][mask_and]") {
 // float32, in a different order than PyTorch adds: kFloat32.
 TEST_CASE("masked_attention: causal attention of the running example matches PyTorch", "[ch05][masked_attention]") {
   const Attention a = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
-  require_close("causal weights", a.weights, fx().matrix("run.weights"), kFloat32);
-  require_close("causal output", a.output, fx().matrix("run.output"), kFloat32);
+  require_close("masked_attention(Q, K, V (6, 64), causal mask) of the running example: weights", a.weights,
+                fx().matrix("run.weights"), kFloat32);
+  require_close("masked_attention(Q, K, V (6, 64), causal mask) of the running example: output", a.output,
+                fx().matrix("run.output"), kFloat32);
 }
 
 TEST_CASE("masked_attention: causal attention of random Q, K, V matches PyTorch", "[ch05][masked_attention]") {
@@ -202,10 +206,11 @@ TEST_CASE("masked_attention: upper triangle exactly 0, row 0 one-hot, row i has 
           "[ch05][masked_attention]") {
   const Matrix V = fx().matrix("causal.V");
   const Attention a = masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), V, causal(7));
-  require_causal("causal weights (seq 7)", a.weights);
+  require_causal("causal weights (seq 7, d_k 8)", a.weights);
   // Query 0 sees only key 0 with weight exactly 1, so its output is V[0]
   // itself: 1·v + 0·(the rest) involves no rounding.
-  require_close("output row 0", Matrix(a.output.row(0)), Matrix(V.row(0)), kBitExact);
+  require_close("causal output (seq 7, d_k 8) row 0 against V row 0", Matrix(a.output.row(0)), Matrix(V.row(0)),
+                kBitExact);
   const Attention run = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
   require_causal("causal weights of the running example", run.weights);
 }
@@ -215,7 +220,8 @@ TEST_CASE("masked_attention: a padded batch, one mask per sequence, matches PyTo
   for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
     const Mask mask = keys_below(lengths[size_t(b)], 6);
     const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
-    const std::string name = fmt::format("sequence {} (length {})", b, lengths[size_t(b)]);
+    const std::string name = fmt::format("masked_attention(Q, K, V (6, 8), padding mask) of sequence {} (length {})",
+                                         b, lengths[size_t(b)]);
     require_close(name + ": weights", a.weights, block("pad.weights", b), kFloat32);
     require_close(name + ": output", a.output, block("pad.output", b), kFloat32);
   }
@@ -226,7 +232,8 @@ TEST_CASE("masked_attention: padding and causal together match PyTorch", "[ch05]
   for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
     const Mask mask = mask_where(6, 6, [&](int64_t i, int64_t j) { return j <= i && j < lengths[size_t(b)]; });
     const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
-    const std::string name = fmt::format("sequence {} (length {}), causal", b, lengths[size_t(b)]);
+    const std::string name = fmt::format(
+        "masked_attention(Q, K, V (6, 8), padding and causal mask) of sequence {} (length {})", b, lengths[size_t(b)]);
     require_close(name + ": weights", a.weights, block("padcausal.weights", b), kFloat32);
     require_close(name + ": output", a.output, block("padcausal.output", b), kFloat32);
   }
@@ -244,8 +251,10 @@ TEST_CASE("masked_attention: what sits in the padding changes nothing", "[ch05][
   V_junk.bottomRows(2).setConstant(-7e4f);
   const Attention clean = masked_attention(Q, K, V, mask);
   const Attention junk = masked_attention(Q, K_junk, V_junk, mask);
-  require_close("weights with junk in the padding", junk.weights, clean.weights, kBitExact);
-  require_close("output with junk in the padding", junk.output, clean.output, kBitExact);
+  require_close("masked_attention(Q, K, V (6, 8), keys below 4).weights with junk in the padding", junk.weights,
+                clean.weights, kBitExact);
+  require_close("masked_attention(Q, K, V (6, 8), keys below 4).output with junk in the padding", junk.output,
+                clean.output, kBitExact);
 }
 
 TEST_CASE("masked_attention: masking keys is removing them (rectangular mask, seq_q != seq_k)",
@@ -257,10 +266,13 @@ TEST_CASE("masked_attention: masking keys is removing them (rectangular mask, se
   const Mask mask = mask_where(3, 6, [](int64_t, int64_t j) { return j < 4; });
   const Attention masked = masked_attention(Q, K, V, mask);
   const Attention removed = attention(Q, K.topRows(4), V.topRows(4));
-  require_shape("masked weights", masked.weights, 3, 6);
-  require_close("weights on the 4 visible keys", Matrix(masked.weights.leftCols(4)), removed.weights, kFloat32);
-  require_close("weights on the 2 masked keys", Matrix(masked.weights.rightCols(2)), Matrix::Zero(3, 2), kBitExact);
-  require_close("output", masked.output, removed.output, kFloat32);
+  const std::string call = "masked_attention(Q (3, 8), K, V (6, 8), mask (3, 6) with keys 4 and 5 masked)";
+  require_shape(call + ".weights", masked.weights, 3, 6);
+  require_close(call + ".weights on the 4 visible keys", Matrix(masked.weights.leftCols(4)), removed.weights,
+                kFloat32);
+  require_close(call + ".weights on the 2 masked keys", Matrix(masked.weights.rightCols(2)), Matrix::Zero(3, 2),
+                kBitExact);
+  require_close(call + ".output", masked.output, removed.output, kFloat32);
 }
 
 TEST_CASE("masked_attention: a fully masked row gives zero weights and zero output, never NaN",
@@ -271,11 +283,12 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
   const Attention a =
       masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), fx().mask("fm.mask"));
   const Matrix torch_weights = fx().matrix("fm.torch_weights"), torch_output = fx().matrix("fm.torch_output");
-  require_no_nan("weights", a.weights);
-  require_no_nan("output", a.output);
+  require_no_nan("masked_attention(Q, K, V (5, 8), mask with fully masked rows).weights", a.weights);
+  require_no_nan("masked_attention(Q, K, V (5, 8), mask with fully masked rows).output", a.output);
   for (int64_t i = 0; i < torch_weights.rows(); ++i) {
     const bool fully_masked = std::isnan(torch_weights(i, 0));
-    const std::string row = fmt::format("row {}{}", i, fully_masked ? " (fully masked)" : "");
+    const std::string row = fmt::format("masked_attention(Q, K, V (5, 8), mask (5, 5)) row {}{}", i,
+                                        fully_masked ? " (fully masked)" : "");
     if (fully_masked) {
       require_close(row + ": weights", Matrix(a.weights.row(i)), Matrix::Zero(1, a.weights.cols()), kBitExact);
       require_close(row + ": output", Matrix(a.output.row(i)), Matrix::Zero(1, a.output.cols()), kBitExact);
@@ -287,8 +300,10 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
   // A sequence of length 0: every row is fully masked.
   const Attention empty =
       masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), keys_below(0, 5));
-  require_close("weights of a length-0 sequence", empty.weights, Matrix::Zero(5, 5), kBitExact);
-  require_close("output of a length-0 sequence", empty.output, Matrix::Zero(5, 8), kBitExact);
+  require_close("masked_attention(Q, K, V (5, 8), no key allowed).weights", empty.weights, Matrix::Zero(5, 5),
+                kBitExact);
+  require_close("masked_attention(Q, K, V (5, 8), no key allowed).output", empty.output, Matrix::Zero(5, 8),
+                kBitExact);
 }
 
 TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong shape is refused",
@@ -296,8 +311,10 @@ TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong 
   const Matrix Q = fx().matrix("causal.Q"), K = fx().matrix("causal.K"), V = fx().matrix("causal.V");
   const Attention masked = masked_attention(Q, K, V, Mask::Constant(7, 7, true));
   const Attention plain = attention(Q, K, V);
-  require_close("weights", masked.weights, plain.weights, kFloat32);
-  require_close("output", masked.output, plain.output, kFloat32);
+  require_close("masked_attention(Q, K, V (7, 8), all-true mask).weights vs attention", masked.weights,
+                plain.weights, kFloat32);
+  require_close("masked_attention(Q, K, V (7, 8), all-true mask).output vs attention", masked.output, plain.output,
+                kFloat32);
   CHECK_THROWS_AS(masked_attention(Q, K, V, causal(6)), std::invalid_argument);
 }
 
@@ -314,14 +331,15 @@ TEST_CASE("masked_attention: multi-head causal attention, batch 2, 4 heads, matc
     return masked_attention(Q, K, V, mask);
   };
   const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
-  require_shape("weights", mh.weights.shape(), Shape{2, 4, 5, 5});
+  require_shape("multi-head causal weights (batch 2, n_heads 4, seq 5)", mh.weights.shape(), Shape{2, 4, 5, 5});
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t h = 0; h < 4; ++h) {
-      const std::string name = fmt::format("weights[{}, {}]", b, h);
+      const std::string name = fmt::format("multi-head causal weights[{}, {}] (batch 2, n_heads 4, seq 5)", b, h);
       require_close(name, Matrix(mh.weights.view(b, h)), block("mh.causal.weights", b * 4 + h), kFloat32);
       require_causal(name, Matrix(mh.weights.view(b, h)));
     }
-  require_close("output", mh.output, fx().stacked("mh.causal.output"), kFloat32);
+  require_close("multi-head causal output (batch 2, n_heads 4, seq 5)", mh.output, fx().stacked("mh.causal.output"),
+                kFloat32);
 }
 
 TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matches PyTorch",
@@ -337,19 +355,25 @@ TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matche
     return masked_attention(Q, K, V, masks.at(size_t(b)));
   };
   const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
-  require_shape("weights", mh.weights.shape(), Shape{2, 4, 5, 5});
+  require_shape("multi-head padding + causal weights (batch 2, n_heads 4, seq 5)", mh.weights.shape(),
+                Shape{2, 4, 5, 5});
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t h = 0; h < 4; ++h)
-      require_close(fmt::format("weights[{}, {}] (length {})", b, h, lengths[size_t(b)]), Matrix(mh.weights.view(b, h)),
-                    block("mh.padcausal.weights", b * 4 + h), kFloat32);
-  require_close("output", mh.output, fx().stacked("mh.padcausal.output"), kFloat32);
+      require_close(fmt::format("multi-head padding + causal weights[{}, {}] (length {}, batch 2, n_heads 4, seq 5)", b,
+                                h, lengths[size_t(b)]),
+                    Matrix(mh.weights.view(b, h)), block("mh.padcausal.weights", b * 4 + h), kFloat32);
+  require_close("multi-head padding + causal output (batch 2, n_heads 4, seq 5)", mh.output,
+                fx().stacked("mh.padcausal.output"), kFloat32);
 }
 
 TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads", "[ch05][masked_attention]") {
   // tokens -> embedding + PE -> W_q, W_k, W_v, W_o drawn in PyTorch's order.
   const auto tokens = tokenize("the cat sat on the mat");
   const Vocabulary vocab(tokens);
-  CHECK(vocab.ids(tokens) == fx().i64("run.ids"));
+  {
+    INFO("vocabulary ids of \"the cat sat on the mat\"");
+    CHECK(vocab.ids(tokens) == fx().i64("run.ids"));
+  }
   Generator gen(42);
   const Matrix table = make_embedding(gen, vocab.size(), 64);
   const AttentionParams params = make_attention_params(gen, 64);
@@ -357,17 +381,19 @@ TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads",
   const QKV qkv = project_qkv(X, params.W_q, params.W_k, params.W_v);
   const Mask mask = causal_mask(6);
   const Attention single = masked_attention(qkv.Q, qkv.K, qkv.V, mask);
-  require_close("single-head causal weights", single.weights, fx().matrix("run.weights"), kFloat32);
+  require_close("masked_attention(Q, K, V (6, 64), causal_mask(6)) of the running example: weights", single.weights,
+                fx().matrix("run.weights"), kFloat32);
   const MultiHead mh = multi_head_attention(
       X, X, 1, params, 4,
       [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) { return masked_attention(Q, K, V, mask); });
-  require_shape("multi-head weights", mh.weights.shape(), Shape{1, 4, 6, 6});
+  require_shape("multi-head causal weights (X (6, 64), batch 1, n_heads 4)", mh.weights.shape(), Shape{1, 4, 6, 6});
   for (int64_t h = 0; h < 4; ++h) {
-    require_close(fmt::format("head {} weights", h), Matrix(mh.weights.view(0, h)), block("run.mh.weights", h),
-                  kFloat32);
-    require_causal(fmt::format("head {} weights", h), Matrix(mh.weights.view(0, h)));
+    const std::string name = fmt::format("multi-head causal weights of head {} (X (6, 64), batch 1, n_heads 4)", h);
+    require_close(name, Matrix(mh.weights.view(0, h)), block("run.mh.weights", h), kFloat32);
+    require_causal(name, Matrix(mh.weights.view(0, h)));
   }
-  require_close("multi-head output", mh.output, fx().matrix("run.mh.output"), kFloat32);
+  require_close("multi-head causal output (X (6, 64), batch 1, n_heads 4)", mh.output, fx().matrix("run.mh.output"),
+                kFloat32);
 }
 
 TEST_CASE("causal_mask: a negative seq_len is refused", "[ch05][causal_mask]") {

@@ -34,9 +34,7 @@ const Fixtures& fx() {
 // Masks compare exactly; a failure names the first differing element and
 // how many differ.
 void require_same_mask(const std::string& what, const Mask& actual, const Mask& expected) {
-  INFO(what);
-  REQUIRE(actual.rows() == expected.rows());
-  REQUIRE(actual.cols() == expected.cols());
+  require_shape(what, Shape{actual.rows(), actual.cols()}, Shape{expected.rows(), expected.cols()});
   int64_t differ = 0;
   std::string first;
   for (int64_t i = 0; i < actual.rows(); ++i)
@@ -89,8 +87,9 @@ TEST_CASE("dropout: a second call continues the stream where the first stopped",
   gen.rand(x.rows(), x.cols());  // PyTorch drew x from this seed first
   const DropoutResult first = dropout(x, 0.4, gen);
   const DropoutResult second = dropout(x, 0.4, gen);
-  require_same_mask("first dropout(x, 0.4)", first.keep, fx().mask("twice.keep1"));
-  require_same_mask("second dropout(x, 0.4) on the same generator", second.keep, fx().mask("twice.keep2"));
+  const std::string call = fmt::format("dropout(x {}, p = 0.4) with seed 77", shape_str(x));
+  require_same_mask("first " + call, first.keep, fx().mask("twice.keep1"));
+  require_same_mask("second " + call + " on the same generator", second.keep, fx().mask("twice.keep2"));
 }
 
 TEST_CASE("dropout: the running example's weights, straight after the parameters", "[ch06][dropout]") {
@@ -102,9 +101,10 @@ TEST_CASE("dropout: the running example's weights, straight after the parameters
   const DropoutResult r = dropout(weights, 0.1, gen);
   // The weights go through softmax and matrix products: kFloat32. The mask
   // depends only on the draws: bit for bit.
-  require_close("weights", weights, fx().matrix("run.weights"), kFloat32);
-  require_same_mask("dropout(weights, 0.1).keep", r.keep, fx().mask("run.keep"));
-  require_close("dropout(weights, 0.1).output", r.output, fx().matrix("run.dropped"), kFloat32);
+  require_close("attention weights (6, 6) of the running example", weights, fx().matrix("run.weights"), kFloat32);
+  require_same_mask("dropout(weights (6, 6), p = 0.1) of the running example: keep", r.keep, fx().mask("run.keep"));
+  require_close("dropout(weights (6, 6), p = 0.1) of the running example: output", r.output,
+                fx().matrix("run.dropped"), kFloat32);
 }
 
 TEST_CASE("dropout: the output is x * keep / (1 - p) with the mask it returns", "[ch06][dropout]") {
@@ -113,16 +113,16 @@ TEST_CASE("dropout: the output is x * keep / (1 - p) with the mask it returns", 
   for (double p : {0.2, 0.5, 0.75}) {
     Generator gen(5);
     const DropoutResult r = dropout(x, p, gen);
-    require_shape("dropout(x, p).output", r.output, 9, 11);
-    REQUIRE(r.keep.rows() == 9);
-    REQUIRE(r.keep.cols() == 11);
+    require_shape(fmt::format("dropout(x (9, 11), p = {}).output", p), r.output, 9, 11);
+    require_shape(fmt::format("dropout(x (9, 11), p = {}).keep", p), Shape{r.keep.rows(), r.keep.cols()},
+                  Shape{9, 11});
     const float scale = 1.0f / float(1.0 - p);
     Matrix expected = Matrix::Zero(9, 11);
     for (int64_t i = 0; i < 9; ++i)
       for (int64_t j = 0; j < 11; ++j)
         if (r.keep(i, j)) expected(i, j) = x(i, j) * scale;
     // One float multiplication per survivor; the mask is the function's own.
-    require_close(fmt::format("dropout(x, {}).output against x * keep * {}", p, scale), r.output, expected,
+    require_close(fmt::format("dropout(x (9, 11), p = {}).output against x * keep * {}", p, scale), r.output, expected,
                   kBitExact);
   }
 }
@@ -132,7 +132,7 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
   Generator gen(8);
   const Matrix drawn = gen.rand(4, 4);  // as in the script: x3 = torch.rand(4, 4) + 0.5
   const DropoutResult r = dropout(x, 0.0, gen);
-  require_close("dropout(x, 0).output", r.output, x, kBitExact);
+  require_close(fmt::format("dropout(x {}, p = 0).output", shape_str(x)), r.output, x, kBitExact);
   {
     INFO("dropout(x, p = 0) keeps every element: " << count_kept(r.keep) << " of " << r.keep.size() << " kept");
     CHECK(r.keep.all());
@@ -141,8 +141,8 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
   // numbers are the ones that follow torch.rand(4, 4).
   (void)dropout(drawn, 1.0, gen);
   const Matrix next = gen.rand(1, 6);
-  require_close("torch.rand(6) after dropout with p = 0 and p = 1", std::vector<float>(next.data(), next.data() + 6),
-                fx().f32("nodraw.rand"), kBitExact);
+  require_close("torch.rand(6) after dropout(x (4, 4), p = 0) and dropout(x (4, 4), p = 1), which draw nothing",
+                std::vector<float>(next.data(), next.data() + 6), fx().f32("nodraw.rand"), kBitExact);
 }
 
 TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
@@ -150,12 +150,13 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
   x(0, 0) = 1e30f;  // a huge value times 1 / (1 - 1) = inf would be inf or NaN
   Generator gen(1);
   const DropoutResult r = dropout(x, 1.0, gen);
-  require_shape("dropout(x, 1).output", r.output, x.rows(), x.cols());
+  require_shape(fmt::format("dropout(x {}, p = 1).output", shape_str(x)), r.output, x.rows(), x.cols());
   {
     INFO("dropout(x, p = 1) with x[0, 0] = 1e30 must give zeros, not inf or NaN");
     CHECK(all_finite(r.output));
   }
-  require_close("dropout(x, 1).output", r.output, Matrix::Zero(x.rows(), x.cols()), kBitExact);
+  require_close(fmt::format("dropout(x {}, p = 1).output", shape_str(x)), r.output, Matrix::Zero(x.rows(), x.cols()),
+                kBitExact);
   INFO("dropout(x, p = 1) keeps nothing: count_kept(keep) should be 0");
   CHECK(count_kept(r.keep) == 0);
 }
@@ -183,10 +184,14 @@ TEST_CASE("dropout: the kept fraction is within 5 binomial sigmas of 1 - p", "[c
     const DropoutResult r = dropout(x, p, gen);
     const double kept = double(count_kept(r.keep));
     const double sigma = std::sqrt(n * p * (1 - p));
-    INFO(fmt::format("p = {}: kept {} of {}, expected {} +- 5 x {:.1f}", p, kept, n, n * (1 - p), sigma));
+    INFO(fmt::format("dropout(ones (100, 100), p = {}): kept {} of {}, expected {} +- 5 x {:.1f}", p, kept, n,
+                     n * (1 - p), sigma));
     CHECK(std::abs(kept - n * (1 - p)) <= 5 * sigma);
     // Every kept element carries the same scaled value (1/(1-p) rounded to
     // float), every dropped one 0; summed in double the total is exact.
+    INFO(fmt::format("dropout(ones (100, 100), p = {}): sum of the output {:.9g}, expected kept x 1/(1-p) = "
+                     "{} x {:.9g}",
+                     p, r.output.cast<double>().sum(), kept, double(1.0f / float(1.0 - p))));
     CHECK(r.output.cast<double>().sum() == kept * double(1.0f / float(1.0 - p)));
   }
 }
@@ -208,8 +213,9 @@ TEST_CASE("dropout: averaged over many draws the output approaches x (E[output] 
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 6; ++j) {
       const double sd = std::abs(x(i, j)) * std::sqrt(p / ((1 - p) * n));
-      INFO(fmt::format("element [{}, {}]: mean of {} draws {:.6f}, x = {:.6f}, 5 sigma = {:.6f}", i, j, n, mean(i, j),
-                       x(i, j), 5 * sd));
+      INFO(fmt::format("dropout(x (6, 6), p = 0.3) element [{}, {}]: mean of {} draws {:.6f}, expected x = {:.6f} "
+                       "within 5 sigma = {:.6f}",
+                       i, j, n, mean(i, j), x(i, j), 5 * sd));
       CHECK(std::abs(mean(i, j) - x(i, j)) <= 5 * sd + 1e-6);
     }
 }
@@ -221,7 +227,8 @@ TEST_CASE("dropout_backward: matches PyTorch autograd for the forward's mask", "
   // multiplication per kept element, like the forward: bit for bit. (At
   // p = 0.42, float(1 / (1 - p)) is one ulp off PyTorch's 1.0f / float(1 - p).)
   const Matrix d_x = dropout_backward(fx().matrix("bw.d_out"), fx().mask("bw.keep"), 0.42);
-  require_close("dropout_backward(d_out, keep, 0.42)", d_x, fx().matrix("bw.d_x"), kBitExact);
+  require_close(fmt::format("dropout_backward(d_out {}, keep, p = 0.42)", shape_str(fx().matrix("bw.d_out"))), d_x,
+                fx().matrix("bw.d_x"), kBitExact);
 }
 
 TEST_CASE("dropout_backward: a given mask is applied as PyTorch applies its own", "[ch06][dropout_backward]") {
@@ -229,7 +236,9 @@ TEST_CASE("dropout_backward: a given mask is applied as PyTorch applies its own"
   // and its backward is the same map applied to the gradient. PyTorch
   // computes it as x * (keep / (1 - p)) in float32: bit for bit.
   const Matrix y = dropout_backward(fx().matrix("fixed.x"), fx().mask("fixed.keep"), 0.48);
-  require_close("x * keep / (1 - 0.48) for a hand-made mask", y, fx().matrix("fixed.y"), kBitExact);
+  require_close(fmt::format("dropout_backward(x {}, a hand-made keep, p = 0.48) = x * keep / (1 - 0.48)",
+                            shape_str(fx().matrix("fixed.x"))),
+                y, fx().matrix("fixed.y"), kBitExact);
 }
 
 TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) elsewhere", "[ch06][dropout_backward]") {
@@ -244,11 +253,13 @@ TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) els
   int64_t wrong = 0;
   for (int64_t i = 0; i < 12; ++i)
     for (int64_t j = 0; j < 10; ++j) wrong += d_x(i, j) != (keep(i, j) ? scale : 0.0f);
-  INFO(fmt::format("{} of 120 gradient entries are not keep ? 1/(1-p) = {} : 0", wrong, scale));
+  INFO(fmt::format("dropout_backward(ones (12, 10), keep, p = 0.4): {} of 120 gradient entries are not "
+                   "keep ? 1/(1-p) = {} : 0",
+                   wrong, scale));
   CHECK(wrong == 0);
   // And for a general upstream gradient.
   const Matrix g = data.randn(12, 10);
-  require_close("dropout_backward(g, keep, p)", dropout_backward(g, keep, p),
+  require_close("dropout_backward(g (12, 10), keep, p = 0.4)", dropout_backward(g, keep, p),
                 Matrix(g.cwiseProduct(keep.cast<float>()) * scale), kBitExact);
 }
 
@@ -273,8 +284,8 @@ TEST_CASE("dropout_backward: agrees with central finite differences, the mask he
     for (int64_t j = 0; j < 6; ++j) {
       Matrix moved = x;
       const double numeric = central_difference(moved(i, j), h, [&] { return loss(moved); });
-      INFO(fmt::format("d_x[{}, {}] ({}): analytic {}, finite differences {}", i, j,
-                       r.keep(i, j) ? "kept" : "dropped", d_x(i, j), numeric));
+      INFO(fmt::format("dropout_backward(G (5, 6), keep, p = 0.25): d_x[{}, {}] ({}): got {}, finite differences {}",
+                       i, j, r.keep(i, j) ? "kept" : "dropped", d_x(i, j), numeric));
       CHECK(double(d_x(i, j)) == Approx(numeric).margin(1e-4));
     }
 }
@@ -283,20 +294,20 @@ TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backw
   Generator data(41);
   const Matrix g = data.randn(4, 7);
   const Mask all = Mask::Constant(4, 7, true);
-  require_close("dropout_backward(g, all kept, 0)", dropout_backward(g, all, 0.0), g, kBitExact);
+  require_close("dropout_backward(g (4, 7), all kept, p = 0)", dropout_backward(g, all, 0.0), g, kBitExact);
   const Matrix d_x = dropout_backward(g, Mask::Constant(4, 7, false), 1.0);
   {
     INFO("dropout_backward(g, none kept, p = 1) must be zeros, not inf or NaN");
     CHECK(all_finite(d_x));
   }
-  require_close("dropout_backward(g, none kept, 1)", d_x, Matrix::Zero(4, 7), kBitExact);
+  require_close("dropout_backward(g (4, 7), none kept, p = 1)", d_x, Matrix::Zero(4, 7), kBitExact);
   // p = 1 gives zeros even for a mask that claims survivors: no 1 / 0.
   const Matrix d_none = dropout_backward(g, all, 1.0);
   {
     INFO("dropout_backward(g, all kept, p = 1) must be zeros, not inf or NaN (no 1 / 0)");
     CHECK(all_finite(d_none));
   }
-  require_close("dropout_backward(g, all kept, 1)", d_none, Matrix::Zero(4, 7), kBitExact);
+  require_close("dropout_backward(g (4, 7), all kept, p = 1)", d_none, Matrix::Zero(4, 7), kBitExact);
   CHECK_THROWS_AS(dropout_backward(g, all, 1.5), std::invalid_argument);
   CHECK_THROWS_AS(dropout_backward(g, all, -0.5), std::invalid_argument);
   CHECK_THROWS_AS(dropout_backward(g, Mask::Constant(7, 4, true), 0.5), std::invalid_argument);

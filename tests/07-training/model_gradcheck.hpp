@@ -80,8 +80,11 @@ inline void require_directional_derivatives(TinyTransformer& model, Generator& g
       norm1 += std::abs(double(grads[k][i]));
     }
     const double numeric = directional_difference(params[k], u, 1e-2f, loss);
-    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g}, sum |grad| = {:.3g}", names[k], label,
-                     analytic, numeric, norm1));
+    const ModelConfig& c = model.config();
+    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g} (expected within {:.3g}), sum |grad| = "
+                     "{:.3g}; model vocab {}, d_model {}, n_heads {}, n_layers {}, d_ff {}",
+                     names[k], label, analytic, numeric, 2e-3 * norm1, norm1, c.vocab, c.d_model, c.n_heads,
+                     c.n_layers, c.d_ff));
     CHECK(norm1 > 0.0);
     CHECK(std::abs(analytic - numeric) <= 2e-3 * norm1);
   }

@@ -110,6 +110,8 @@ TEST_CASE("the pooling classifier: one training step's gradient of q against fin
   for (int64_t j = 0; j < 6; ++j) {
     PoolingClassifier moved = model;
     const double numeric = central_difference(moved.q(j), h, [&] { return mean_loss(moved); });
-    check_close(fmt::format("dL/dq[{}]", j), trainer.grads.q(j), numeric, {2e-3, 2e-2});
+    check_close(fmt::format("pooling classifier (3 sentences, d 6, {} subjects): dL/dq[{}] against finite differences",
+                            kSubjects.size(), j),
+                trainer.grads.q(j), numeric, {2e-3, 2e-2});
   }
 }

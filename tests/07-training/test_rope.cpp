@@ -72,6 +72,8 @@ void check_model_against_pytorch(PositionEncoding position) {
   const std::string prefix = std::string(position_name(position)) + ".";
   const std::vector<int64_t> c = fx().i64("model.config");
   const int64_t seed = c[0], batch = c[6], samples = c[7];
+  INFO(fmt::format("the {} model: seed {}, vocab {}, d_model {}, n_heads {}, n_layers {}, batch {}",
+                   position_name(position), seed, c[1], c[3], c[4], c[5], batch));
   ReversalTask task;
   task.vocab = c[1];
   task.digits = c[2];
@@ -110,10 +112,13 @@ TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 
   const Matrix X = fx().matrix("rope.X");
   Matrix Y = X;
   rope_forward(Y, c[0], c[1]);
-  require_close("rope_forward(X)", Y, fx().matrix("rope.Y"), kElementwise);
   const int64_t d = X.cols() / 3;
-  CHECK((Y.rightCols(d).array() == X.rightCols(d).array()).all());  // V carries no position
-  CHECK((Y.topRows(1).array() == X.topRows(1).array()).all());      // position 0: angle 0, no turn
+  const std::string call = fmt::format("rope_forward(X {}, batch {}, n_heads {}) (d_k {})", shape_str(X), c[0], c[1],
+                                       d / c[1]);
+  require_close(call, Y, fx().matrix("rope.Y"), kElementwise);
+  // V carries no position; position 0 has angle 0, no turn.
+  require_close(call + ", the V columns (untouched)", Matrix(Y.rightCols(d)), Matrix(X.rightCols(d)), kBitExact);
+  require_close(call + ", row 0 (position 0, untouched)", Matrix(Y.topRows(1)), Matrix(X.topRows(1)), kBitExact);
 }
 
 TEST_CASE("rope_backward: matches PyTorch autograd, and dV passes unchanged", "[ch07][rope_backward]") {
@@ -121,9 +126,11 @@ TEST_CASE("rope_backward: matches PyTorch autograd, and dV passes unchanged", "[
   const Matrix dY = fx().matrix("rope.dY");
   Matrix dX = dY;
   rope_backward(dX, c[0], c[1]);
-  require_close("rope_backward(dY)", dX, fx().matrix("rope.dX"), kElementwise);
   const int64_t d = dY.cols() / 3;
-  CHECK((dX.rightCols(d).array() == dY.rightCols(d).array()).all());
+  const std::string call = fmt::format("rope_backward(dY {}, batch {}, n_heads {}) (d_k {})", shape_str(dY), c[0],
+                                       c[1], d / c[1]);
+  require_close(call, dX, fx().matrix("rope.dX"), kElementwise);
+  require_close(call + ", the dV columns (unchanged)", Matrix(dX.rightCols(d)), Matrix(dY.rightCols(d)), kBitExact);
 }
 
 TEST_CASE("rope_backward undoes rope_forward, and both keep every pair's length", "[ch07][rope_forward]") {
@@ -142,10 +149,22 @@ TEST_CASE("rope_backward undoes rope_forward, and both keep every pair's length"
       const double after = std::hypot(double(Y(r, j)), double(Y(r, j + 1)));
       length_error = std::max(length_error, std::abs(after - before) / std::max(before, 1e-3));
     }
-  CHECK(moved > 0.5);  // it did turn something
-  CHECK(length_error < 1e-6);
+  const std::string dims = fmt::format("X {}, batch {}, seq {}, n_heads {}, d_k {}", shape_str(X), batch, seq, heads,
+                                       d_k);
+  {
+    INFO(fmt::format("rope_forward({}): largest change of a Q or K entry {:.3g}, expected above 0.5 (it did turn "
+                     "something)",
+                     dims, moved));
+    CHECK(moved > 0.5);  // it did turn something
+  }
+  {
+    INFO(fmt::format("rope_forward({}): largest relative change of a pair's length {:.3g}, expected below 1e-6 (a "
+                     "rotation keeps lengths)",
+                     dims, length_error));
+    CHECK(length_error < 1e-6);
+  }
   rope_backward(Y, batch, heads);
-  require_close("rope_backward(rope_forward(X))", Y, X, kElementwise);
+  require_close(fmt::format("rope_backward(rope_forward(X)) against X ({})", dims), Y, X, kElementwise);
 }
 
 TEST_CASE("rope_forward: the score of q at position p and k at p + k depends only on the offset k",
@@ -174,13 +193,22 @@ TEST_CASE("rope_forward: the score of q at position p and k at p + k depends onl
     double worst = 0.0;
     for (int64_t p = 0; p + offset < seq; ++p)
       worst = std::max(worst, std::abs(score(p, p + offset) - score(0, offset)));
-    INFO(fmt::format("offset {}: max over p of |score(p, p + k) - score(0, k)| = {:.3g} (|q| |k| = {:.3g})", offset,
-                     worst, scale));
+    INFO(fmt::format("rope_forward(QKV (64, 48), batch 1, n_heads 1, d_k 16), offset {}: max over p of "
+                     "|score(p, p + k) - score(0, k)| = {:.3g}, expected at most {:.3g} (|q| |k| = {:.3g})",
+                     offset, worst, 1e-5 * scale, scale));
     CHECK(worst <= 1e-5 * scale);  // float32 rounding of the turned vectors, about 1e-7 of |q| |k|
     by_offset.push_back(score(0, offset));
   }
   // Keys before the query too: score(p + k, p) is score(k, 0).
-  for (int64_t p = 0; p + 3 < seq; ++p) CHECK(std::abs(score(p + 3, p) - score(3, 0)) <= 1e-5 * scale);
+  for (int64_t p = 0; p + 3 < seq; ++p) {
+    INFO(fmt::format("rope_forward(QKV (64, 48), batch 1, n_heads 1): score(p + 3, p) at p = {} is {:.9g}, expected "
+                     "score(3, 0) = {:.9g} within {:.3g}",
+                     p, score(p + 3, p), score(3, 0), 1e-5 * scale));
+    CHECK(std::abs(score(p + 3, p) - score(3, 0)) <= 1e-5 * scale);
+  }
+  INFO(fmt::format("rope_forward(QKV (64, 48), batch 1, n_heads 1): score at offset 0 {:.6g}, at offset 1 {:.6g}: "
+                   "expected them to differ by more than {:.3g}",
+                   by_offset[0], by_offset[1], 1e-2 * scale));
   CHECK(std::abs(by_offset[1] - by_offset[0]) > 1e-2 * scale);  // offset 1 scores differently from offset 0
 }
 
@@ -201,8 +229,10 @@ TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not sp
   CHECK_THROWS_AS(rope_forward(QKV, 2, 4), std::invalid_argument);   // d_model 6 is not 4 heads
   CHECK_THROWS_AS(rope_forward(QKV, 2, 3, 1.0), std::invalid_argument);
   CHECK_THROWS_AS(rope_forward(QKV, 2, 3, std::nan("")), std::invalid_argument);
-  CHECK((QKV.array() == 1.0f).all());  // a refused call leaves its input alone
-  rope_forward(QKV, 2, 3);             // d_k = 2: one pair per head, accepted
+  require_close("QKV (10, 18) after refused rope_forward/rope_backward calls (left alone)", QKV,
+                Matrix::Ones(10, 3 * 6), kBitExact);  // a refused call leaves its input alone
+  rope_forward(QKV, 2, 3);  // d_k = 2: one pair per head, accepted
+  INFO("rope_forward(QKV (10, 18) of ones, batch 2, n_heads 3) (d_k 2): QKV[9, 0] (position 4) should have turned");
   CHECK(QKV(9, 0) != 1.0f);
 
   ModelConfig cfg;

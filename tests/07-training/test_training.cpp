@@ -129,6 +129,11 @@ struct FixtureModel {
     cfg.n_layers = c[5];
     cfg.d_ff = 4 * c[3];
   }
+  // Which model a failure is about (appended to its message by INFO).
+  std::string describe() const {
+    return fmt::format("the fixture model: seed {}, vocab {}, d_model {}, n_heads {}, n_layers {}, d_ff {}, batch {}",
+                       seed, cfg.vocab, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff, batch);
+  }
 };
 
 }  // namespace
@@ -142,7 +147,8 @@ TEST_CASE("layernorm_backward: matches PyTorch autograd", "[ch07][layernorm_back
   Matrix Y(X.rows(), X.cols());
   LayerNormCache cache(X.rows(), X.cols());
   layernorm_forward(X, ln, Y, cache);
-  require_close("layernorm_forward(X)", Y, fx().matrix("ln.Y"), kFloat32);
+  const std::string shapes = fmt::format("X {}", shape_str(X));
+  require_close("layernorm_forward(" + shapes + ")", Y, fx().matrix("ln.Y"), kFloat32);
 
   Matrix dX = nan_matrix(X.rows(), X.cols());
   LayerNorm grad = make_layernorm(ln.d());
@@ -151,9 +157,9 @@ TEST_CASE("layernorm_backward: matches PyTorch autograd", "[ch07][layernorm_back
   layernorm_backward(fx().matrix("ln.dY"), cache, ln, dX, grad);
   // dX sums d products of order 1 and subtracts two means: float32
   // rounding of a few 1e-7, well inside kFloat32.
-  require_close("layernorm_backward: dX", dX, fx().matrix("ln.dX"), kFloat32);
-  require_close("layernorm_backward: d_gamma", grad.gamma, fx().matrix("ln.dgamma"), kFloat32);
-  require_close("layernorm_backward: d_beta", grad.beta, fx().matrix("ln.dbeta"), kFloat32);
+  require_close("layernorm_backward(" + shapes + "): dX", dX, fx().matrix("ln.dX"), kFloat32);
+  require_close("layernorm_backward(" + shapes + "): d_gamma", grad.gamma, fx().matrix("ln.dgamma"), kFloat32);
+  require_close("layernorm_backward(" + shapes + "): d_beta", grad.beta, fx().matrix("ln.dbeta"), kFloat32);
 }
 
 TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][layernorm_backward]") {
@@ -177,9 +183,10 @@ TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][
   LayerNorm grad = make_layernorm(d);
   layernorm_backward(R, cache, ln, dX, grad);
 
-  require_gradient("layernorm dX", dX.data(), numeric_gradient(X.data(), X.size(), loss));
-  require_gradient("layernorm d_gamma", grad.gamma.data(), numeric_gradient(ln.gamma.data(), d, loss));
-  require_gradient("layernorm d_beta", grad.beta.data(), numeric_gradient(ln.beta.data(), d, loss));
+  require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss));
+  require_gradient("layernorm_backward(X (4, 6)) d_gamma", grad.gamma.data(),
+                   numeric_gradient(ln.gamma.data(), d, loss));
+  require_gradient("layernorm_backward(X (4, 6)) d_beta", grad.beta.data(), numeric_gradient(ln.beta.data(), d, loss));
 }
 
 TEST_CASE("layernorm_backward: dY, dX or grad of the wrong shape are refused", "[ch07][layernorm_backward]") {
@@ -231,12 +238,14 @@ TEST_CASE("attention_backward: matches PyTorch autograd (causal, 2 heads, batch 
   const int64_t batch = 2, heads = 2, seq = QKV.rows() / batch, d = QKV.cols() / 3;
   Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(QKV.rows(), d);
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O);
-  require_close("attention_forward: weights", P, fx().matrix("att.P"), kFloat32);
-  require_close("attention_forward: output", O, fx().matrix("att.O"), kFloat32);
+  const std::string dims =
+      fmt::format("QKV {}, batch {}, n_heads {}, seq {}, d_k {}, causal", shape_str(QKV), batch, heads, seq, d / heads);
+  require_close("attention_forward(" + dims + "): weights", P, fx().matrix("att.P"), kFloat32);
+  require_close("attention_forward(" + dims + "): output", O, fx().matrix("att.O"), kFloat32);
 
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, fx().matrix("att.dO"), batch, heads, dP, dQKV);
-  require_close("attention_backward: dQKV", dQKV, fx().matrix("att.dQKV"), kFloat32);
+  require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("att.dQKV"), kFloat32);
 }
 
 TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][attention_backward]") {
@@ -255,7 +264,8 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   loss();
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
-  require_gradient("attention dQKV", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+  require_gradient("attention_backward(batch 3, n_heads 2, seq 4, d_k 3, causal) dQKV", dQKV.data(),
+                   numeric_gradient(QKV.data(), QKV.size(), loss));
 
   // The causal mask: a query never sees later keys, so the first query's
   // output depends on key 0 and value 0 only. With a gradient on that one
@@ -265,8 +275,10 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   loss();
   attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
   {
-    INFO("causal mask, a gradient on query 0's output only: largest |dK|, |dV| of tokens 1.." << seq - 1
-         << " (must be 0) and of token 0 (must not)");
+    INFO("attention_backward(batch " << batch << ", n_heads " << heads << ", seq " << seq << ", d_k " << d / heads
+                                     << "), causal mask, a gradient on query 0's output only: largest |dK|, |dV| of "
+                                        "tokens 1.."
+                                     << seq - 1 << " (must be 0) and of token 0 (must not)");
     CHECK(dQKV.block(1, d, seq - 1, 2 * d).cwiseAbs().maxCoeff() == 0.0f);
     CHECK(dQKV.block(0, d, 1, 2 * d).cwiseAbs().maxCoeff() > 0.0f);
   }
@@ -289,7 +301,8 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   loss();
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
-  require_gradient("bidirectional attention dQKV", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+  require_gradient("attention_backward(batch 2, n_heads 3, seq 5, d_k 2, no mask) dQKV", dQKV.data(),
+                   numeric_gradient(QKV.data(), QKV.size(), loss));
 
   // A gradient on the first query's output alone now reaches the last key
   // and value of its sequence (a causal mask would keep them at 0).
@@ -297,8 +310,9 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   R0.row(0) = R.row(0);
   loss();
   attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
-  INFO("no mask, a gradient on query 0's output only: largest |dK|, |dV| of the last token (must not be 0) "
-       "and of the other sequence (must be 0)");
+  INFO("attention_backward(batch " << batch << ", n_heads " << heads << ", seq " << seq << ", d_k " << d / heads
+                                   << "), no mask, a gradient on query 0's output only: largest |dK|, |dV| of the last "
+                                      "token (must not be 0) and largest |dQKV| of the other sequence (must be 0)");
   CHECK(dQKV.block(seq - 1, d, 1, d).cwiseAbs().maxCoeff() > 0.0f);      // K of the last token
   CHECK(dQKV.block(seq - 1, 2 * d, 1, d).cwiseAbs().maxCoeff() > 0.0f);  // V of the last token
   CHECK(dQKV.block(seq, 0, seq, 3 * d).cwiseAbs().maxCoeff() == 0.0f);   // the other sequence: nothing
@@ -330,7 +344,8 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
   loss();
   dQKV = nan_matrix(QKV.rows(), QKV.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
-  require_gradient("attention dQKV, 37 sequences", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+  require_gradient("attention_backward(batch 37, n_heads 3, seq 5, d_k 2, mask with an empty row) dQKV", dQKV.data(),
+                   numeric_gradient(QKV.data(), QKV.size(), loss));
 
   // The forward against the formulas written out per head, in double:
   // the weights to 1e-6 and the output to 1e-5 (float32 rounding of sums
@@ -360,12 +375,21 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
           worst_O = std::max(worst_O, std::abs(O(b * seq + i, h * d_k + c) - o));
         }
       }
-  INFO("largest |P - formula| " << worst_P << ", |O - formula| " << worst_O);
-  CHECK(worst_P <= 1e-6);
-  CHECK(worst_O <= 1e-5);
+  const std::string dims = fmt::format("batch {}, n_heads {}, seq {}, d_k {}", batch, heads, seq, d_k);
+  {
+    INFO("attention_forward(" << dims << "): largest |P - formula| " << worst_P << " (allowed 1e-6), |O - formula| "
+                              << worst_O << " (allowed 1e-5)");
+    CHECK(worst_P <= 1e-6);
+    CHECK(worst_O <= 1e-5);
+  }
   // Query 3 sees nothing: weights, output and the gradient of its Q are 0.
   for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) CHECK(P.row((b * heads + h) * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
+    INFO("attention_forward/backward(" << dims << "), query 3 (allowed no key) of sequence " << b
+                                       << ": largest |P|, |O| and |dQ| of that row must be 0");
+    for (int64_t h = 0; h < heads; ++h) {
+      INFO("head " << h);
+      CHECK(P.row((b * heads + h) * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
+    }
     CHECK(O.row(b * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
     CHECK(dQKV.block(b * seq + 3, 0, 1, d).cwiseAbs().maxCoeff() == 0.0f);
   }
@@ -380,7 +404,11 @@ TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinit
   Matrix dP(P.rows(), P.cols()), dQKV = nan_matrix(QKV.rows(), QKV.cols());
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O);
   attention_backward(QKV, P, gen.randn(batch * seq, d), batch, heads, dP, dQKV);
-  CHECK(dQKV.allFinite());
+  {
+    INFO("attention_backward(batch 20, n_heads 2, seq 4, d_k 2) after a finite forward: dQKV must be finite "
+         "everywhere (it starts as NaN)");
+    CHECK(dQKV.allFinite());
+  }
 
   // Sequence 17, token 2, a Q entry of head 1: query 2's first score (key
   // 0) in head 1 is the first bad one.
@@ -408,14 +436,19 @@ TEST_CASE("cross_entropy_backward: matches PyTorch, ignored rows included", "[ch
   const std::vector<int64_t>& targets = fx().i64("ce.targets");
   Matrix probs(logits.rows(), logits.cols());
   const float loss = cross_entropy_forward(logits, targets, probs);
-  CHECK(loss == Approx(fx().scalar("ce.loss")).epsilon(1e-5));
+  {
+    INFO("cross_entropy_forward(logits " << shape_str(logits) << ", " << targets.size() << " targets): loss");
+    CHECK(loss == Approx(fx().scalar("ce.loss")).epsilon(1e-5));
+  }
 
   Matrix dlogits = nan_matrix(logits.rows(), logits.cols());
   cross_entropy_backward(probs, targets, dlogits);
-  require_close("cross_entropy_backward", dlogits, fx().matrix("ce.dlogits"), kFloat32);
+  require_close(fmt::format("cross_entropy_backward(probs {}, {} targets)", shape_str(probs), targets.size()), dlogits,
+                fx().matrix("ce.dlogits"), kFloat32);
   // An ignored row never reached the loss: its gradient is exactly zero.
   {
-    INFO("rows 1 and 4 have target kIgnore: their largest |dlogits| must be 0");
+    INFO("cross_entropy_backward(probs " << shape_str(probs)
+                                         << "): rows 1 and 4 have target kIgnore: their largest |dlogits| must be 0");
     CHECK(dlogits.row(1).cwiseAbs().maxCoeff() == 0.0f);
     CHECK(dlogits.row(4).cwiseAbs().maxCoeff() == 0.0f);
   }
@@ -430,10 +463,16 @@ TEST_CASE("cross_entropy_backward: agrees with central finite differences", "[ch
   loss();
   Matrix dlogits = nan_matrix(7, 5);
   cross_entropy_backward(probs, targets, dlogits);
-  require_gradient("cross-entropy dlogits", dlogits.data(), numeric_gradient(logits.data(), logits.size(), loss));
+  require_gradient("cross_entropy_backward(probs (7, 5)) dlogits", dlogits.data(),
+                   numeric_gradient(logits.data(), logits.size(), loss));
   // Every counted row's gradient sums to 0: probabilities sum to 1, and so
   // does the one-hot target.
-  for (int64_t i = 0; i < 7; ++i) CHECK(std::abs(dlogits.row(i).sum()) < 1e-6f);
+  for (int64_t i = 0; i < 7; ++i) {
+    INFO(fmt::format("cross_entropy_backward(probs (7, 5)): row {} of dlogits sums to {:.9g}, expected 0 (tolerance "
+                     "1e-6)",
+                     i, dlogits.row(i).sum()));
+    CHECK(std::abs(dlogits.row(i).sum()) < 1e-6f);
+  }
 }
 
 TEST_CASE("cross_entropy_backward: wrong sizes, no counted row and targets outside the vocabulary are refused",
@@ -493,6 +532,7 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
 // ===========================================================================
 TEST_CASE("model: same initial weights, data, logits, loss and gradients as PyTorch", "[ch07][model]") {
   const FixtureModel f(fx().i64("model.config"));
+  INFO(f.describe());
   Generator gen(uint64_t(f.seed));
   TinyTransformer model(f.cfg, gen);
   // Drawn from the same generator in the same order: bit for bit.
@@ -523,6 +563,7 @@ TEST_CASE("model: without the causal mask (bidirectional), PyTorch's logits, los
   // initial weights and first batch as above, run through the twin with
   // mask=None.
   const FixtureModel f(fx().i64("model.config"));
+  INFO(f.describe());
   Generator gen(uint64_t(f.seed));
   ModelConfig cfg = f.cfg;
   cfg.causal = false;
@@ -587,6 +628,7 @@ TEST_CASE("model: the training forward (only the rows the loss needs) changes no
   // before the first target. Nothing it skips reaches the loss, so loss
   // and gradients must equal those of forward() + loss().
   const FixtureModel f(fx().i64("model.config"));
+  INFO(f.describe());
   Generator gen(uint64_t(f.seed));
   TinyTransformer model(f.cfg, gen);
   const ReversalData data = make_reversal_data(gen, f.samples, f.task);
@@ -620,6 +662,7 @@ TEST_CASE("model: every parameter's gradient agrees with finite differences", "[
 
 TEST_CASE("model: 10 Adam steps follow PyTorch's losses and weights", "[ch07][model]") {
   const FixtureModel f(fx().i64("model.config"));
+  INFO(f.describe());
   Generator gen(uint64_t(f.seed));
   TinyTransformer model(f.cfg, gen);
   const ReversalData data = make_reversal_data(gen, f.samples, f.task);
@@ -663,18 +706,21 @@ TEST_CASE("attention_backward: with dropout p = 0.25 on the weights, matches PyT
   dropout.p = 0.25;
   dropout.gen = &gen;
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &dropout);
-  require_close("attention_forward: dropout(P)", dropout.P_drop, fx().matrix("attd.P_drop"), kFloat32);
-  require_close("attention_forward: output dropout(P) V", O, fx().matrix("attd.O"), kFloat32);
+  const std::string dims = fmt::format("QKV {}, batch {}, n_heads {}, seq {}, d_k {}, causal, dropout p = 0.25",
+                                       shape_str(QKV), batch, heads, seq, d / heads);
+  require_close("attention_forward(" + dims + "): dropout(P)", dropout.P_drop, fx().matrix("attd.P_drop"), kFloat32);
+  require_close("attention_forward(" + dims + "): output dropout(P) V", O, fx().matrix("attd.O"), kFloat32);
   {
     // Every (b, h, i) row of P is still a distribution: dropout acts after
     // the softmax and only on what multiplies V.
-    INFO("row sums of P after a forward with dropout");
+    INFO("row sums of P after attention_forward with dropout: largest |sum - 1| "
+         << (P.rowwise().sum().array() - 1.0f).abs().maxCoeff() << ", allowed 1e-6");
     CHECK((P.rowwise().sum().array() - 1.0f).abs().maxCoeff() < 1e-6f);
   }
 
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, fx().matrix("attd.dO"), batch, heads, dP, dQKV, &dropout);
-  require_close("attention_backward with dropout: dQKV", dQKV, fx().matrix("attd.dQKV"), kFloat32);
+  require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("attd.dQKV"), kFloat32);
 }
 
 TEST_CASE("attention_backward: with dropout, agrees with finite differences (mask held fixed)",
@@ -705,7 +751,8 @@ TEST_CASE("attention_backward: with dropout, agrees with finite differences (mas
   REQUIRE(dropped > 10);
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV, &dropout);
-  require_gradient("attention dQKV with dropout", dQKV.data(), numeric_gradient(QKV.data(), QKV.size(), loss));
+  require_gradient("attention_backward(batch 2, n_heads 2, seq 4, d_k 3, causal, dropout p = 0.4) dQKV", dQKV.data(),
+                   numeric_gradient(QKV.data(), QKV.size(), loss));
 }
 
 TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout input is refused",
@@ -724,9 +771,14 @@ TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout
   off.gen = &draws;
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &off);
   attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &off);
-  require_close("output with p = 0", O, O0, kBitExact);
-  require_close("dQKV with p = 0", dQKV, dQKV0, kBitExact);
-  CHECK(draws.random() == Generator(1).random());  // p = 0 draws nothing (chapter 6)
+  require_close("attention_forward(batch 2, n_heads 2, seq 3, d_k 2) output with dropout p = 0 vs none", O, O0,
+                kBitExact);
+  require_close("attention_backward(batch 2, n_heads 2, seq 3, d_k 2) dQKV with dropout p = 0 vs none", dQKV, dQKV0,
+                kBitExact);
+  {
+    INFO("attention_forward/backward with dropout p = 0 must draw nothing from the generator");
+    CHECK(draws.random() == Generator(1).random());  // p = 0 draws nothing (chapter 6)
+  }
 
   for (const double p : {1.0, -0.1, std::nan("")}) {
     AttentionDropout bad;
@@ -776,10 +828,18 @@ TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch, 
     const std::vector<int64_t> idx{4 * step, 4 * step + 1, 4 * step + 2, 4 * step + 3};
     make_batch(data, idx, task, ids, targets);
     const float loss = model.forward_loss(ids, 4, targets, {.p = 0.1, .gen = &gen});
-    CHECK(loss == Approx(fx().scalar(fmt::format("drop.step{}.loss", step))).epsilon(1e-5));
+    {
+      INFO(fmt::format("loss of step {} with dropout p = 0.1 (seed {}, vocab {}, d_model {}, n_heads {}, n_layers {}, "
+                       "batch 4)",
+                       step, c[0], cfg.vocab, cfg.d_model, cfg.n_heads, cfg.n_layers));
+      CHECK(loss == Approx(fx().scalar(fmt::format("drop.step{}.loss", step))).epsilon(1e-5));
+    }
     model.backward();
     for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
-      require_close_gradient(fmt::format("step {} with dropout: gradient of {}", step, name), g,
+      require_close_gradient(fmt::format("step {} with dropout p = 0.1: gradient of {} (seed {}, vocab {}, d_model {}, "
+                                         "n_heads {}, n_layers {}, batch 4)",
+                                         step, name, c[0], cfg.vocab, cfg.d_model, cfg.n_heads, cfg.n_layers),
+                             g,
                              fx().f32(fmt::format("drop.step{}.grad.{}", step, name)));
     });
     adam.step();

@@ -185,7 +185,9 @@ TEST_CASE("online_softmax_rows: matches torch.softmax, with -inf, 1e30 and -1e4 
   // only -inf (zeros: the book's choice, PyTorch gives NaN), logits of
   // +-1e30, logits -1e4 + 0..8, a single finite score among -inf. exp of
   // order-1 differences and one division per weight: kFloat32.
-  require_close("online_softmax_rows(os.X)", online_softmax_rows(fx().matrix("os.X")), fx().matrix("os.P"), kFloat32);
+  const Matrix X = fx().matrix("os.X");
+  require_close(fmt::format("online_softmax_rows(X {}) (rows with -inf, 1e30 and -1e4)", shape_str(X)),
+                online_softmax_rows(X), fx().matrix("os.P"), kFloat32);
 }
 
 TEST_CASE("online_softmax_rows: equals chapter 3's softmax_rows on random rows", "[ch08][online_softmax_rows]") {
