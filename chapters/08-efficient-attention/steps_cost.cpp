@@ -131,7 +131,8 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
                   b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen,
                   bytes_per_score, bytes_str(tiled_extra_at_naive_max), bytes_str(8192.0 * 8192 * 4),
                   bytes_str(65536.0 * 65536 * 4), o.block, o.block));
-  say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
+  // (No sentence when the memory could not be measured: /proc/self/clear_refs missing.)
+  if (naive_extra.back() > 0) say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
 
   std::vector<double> all_T;
   for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));
