@@ -83,12 +83,13 @@ void show_order_blindness(const std::vector<std::string>& tokens, const Matrix& 
     for (int64_t i = 0; i < n; ++i) R.row(i) = M.row(order[size_t(i)]);
     return R;
   };
-  const double without_pe = (linear(E_moved, W_q) - reorder_rows(linear(E, W_q))).cwiseAbs().maxCoeff();
+  const Matrix Q_plain = linear(E, W_q);
+  const double without_pe = (linear(E_moved, W_q) - reorder_rows(Q_plain)).cwiseAbs().maxCoeff();
   const double with_pe = (linear(E_moved + PE, W_q) - reorder_rows(linear(E + PE, W_q))).cwiseAbs().maxCoeff();
   fmt::print("  Another order, the first token moved to the end: \"{}\"\n", fmt::join(moved_tokens, " "));
   fmt::print("    without positional encoding: its Q is the old Q with rows reordered "
-             "(up to float rounding: largest difference {:.1e})\n",
-             without_pe);
+             "(up to float rounding: largest difference {})\n",
+             rounding(without_pe, rounding_bound(Q_plain.cwiseAbs().maxCoeff())));
   fmt::print("    with positional encoding:    its Q differs from the reordered old Q by up to {:.4f}\n", with_pe);
   say("Attention only compares rows with rows, so without the positional encoding it could not tell the two "
       "orders apart: permuting the tokens would just permute its output the same way.");
@@ -143,10 +144,15 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
   for (int64_t k : {0, 1, 2, 4, 8, 16, 32})
     if (k < positions) by_offset += fmt::format("{}k = {}: {:.2f}", by_offset.empty() ? "" : ", ", k, S(0, k));
   fmt::print("  by offset: {}\n", by_offset);
-  fmt::print("  largest |PE(p) . PE(p + k) - PE(0) . PE(k)| over all p, k: {:.1e}{}\n", worst,
-             o.d_model % 2 == 1 ? " (d_model is odd: the last column, a sine without its cosine, adds sin(wp) "
-                                  "sin(wq), which is not a function of p - q)"
-                                : " (float32 rounding)");
+  // An odd d_model's lone sine makes the difference real, so it is printed
+  // as a number; otherwise it is rounding in sums of d_model terms of size 1.
+  if (o.d_model % 2 == 1)
+    fmt::print("  largest |PE(p) . PE(p + k) - PE(0) . PE(k)| over all p, k: {:.1e} (d_model is odd: the last column, "
+               "a sine without its cosine, adds sin(wp) sin(wq), which is not a function of p - q)\n",
+               worst);
+  else
+    fmt::print("  largest |PE(p) . PE(p + k) - PE(0) . PE(k)| over all p, k: {} (float32 rounding)\n",
+               rounding(worst, rounding_bound(double(o.d_model))));
   if (pairs > 0)
     say(fmt::format("At offset 0 every pair adds cos 0 = 1, the largest a cosine can be: PE(0) . PE(0) = {:.2f}, one "
                     "per pair{}.{}",
@@ -172,7 +178,7 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
                                  : (moved_pe.leftCols(pairs) - PE.bottomRows(positions - k).leftCols(pairs))
                                        .cwiseAbs()
                                        .maxCoeff();
-    moved += fmt::format("{}k = {}: {:.1e}", moved.empty() ? "" : ", ", k, err);
+    moved += fmt::format("{}k = {}: {}", moved.empty() ? "" : ", ", k, rounding(err, rounding_bound(1.0)));
   }
   say(fmt::format("PE(p + k) is a fixed linear map of PE(p), the same for every p: M_k turns each (sin, cos) pair "
                   "by the angle w k. Largest |PE(p) M_k - PE(p + k)| over every p{}: {}.",

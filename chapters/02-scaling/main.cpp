@@ -320,9 +320,10 @@ void run(int argc, char** argv) {
   print_labelled("scaled[0]", scaled, tokens, tokens, {.precision = 3});
   const Spread scaled_spread = spread(scaled);
   fmt::print("  entries: std {:.3f}, largest |score| {:.3f}  (raw / scaled = {:.4f} everywhere: largest "
-             "deviation {:.1e})\n",
+             "deviation {})\n",
              scaled_spread.std, scaled.cwiseAbs().maxCoeff(), sqrt_d_k,
-             (raw - scaled * float(sqrt_d_k)).cwiseAbs().maxCoeff());
+             rounding((raw - scaled * float(sqrt_d_k)).cwiseAbs().maxCoeff(),
+                      rounding_bound(raw.cwiseAbs().maxCoeff())));
   if (raw.size() < 2)
     say("With a single token there is a single score, and one number has no spread: its std is 0 whatever the "
         "scaling. A text of two or more words shows the scores spread out.");

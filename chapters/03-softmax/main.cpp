@@ -294,9 +294,10 @@ void run(int argc, char** argv) {
   const Attention att = attention(qkv.Q, qkv.K, qkv.V);
   print_shape("attention(Q, K, V).output", {1, att.output.rows(), att.output.cols()}, "(batch, seq_q, d_v)");
   print_shape("attention(Q, K, V).weights", {1, att.weights.rows(), att.weights.cols()}, "(batch, seq_q, seq_k)");
-  fmt::print("  largest difference from steps 2 and 3: weights {:.1e}, output {:.1e}\n"
+  fmt::print("  largest difference from steps 2 and 3: weights {}, output {}\n"
              "  (float32 rounding at most: the same sums, possibly added in another order)\n",
-             (att.weights - weights).cwiseAbs().maxCoeff(), (att.output - output).cwiseAbs().maxCoeff());
+             rounding((att.weights - weights).cwiseAbs().maxCoeff(), rounding_bound(1.0)),
+             rounding((att.output - output).cwiseAbs().maxCoeff(), rounding_bound(output.cwiseAbs().maxCoeff())));
 
   // ---------------------------------------------------------------------
   step(5, "Why softmax subtracts the row maximum first");
@@ -363,8 +364,8 @@ void run(int argc, char** argv) {
   const Matrix J = softmax_jacobian(p_g);
   fmt::print("  x = {}   p = softmax(x) = {}\n", format_row(x_g, 0, 1), format_row(p_g));
   print_tensor("J = diag(p) - p p^T", J, {3, 3});
-  fmt::print("  row sums of J: [{:.1e}, {:.1e}, {:.1e}]   (0 up to float32 rounding)\n", J.row(0).sum(), J.row(1).sum(),
-             J.row(2).sum());
+  fmt::print("  row sums of J: {}, {}, {}   (0 up to float32 rounding)\n", rounding(J.row(0).sum(), 1e-6),
+             rounding(J.row(1).sum(), 1e-6), rounding(J.row(2).sum(), 1e-6));
   const Matrix dy = row_matrix({0.5f, -1.0f, 2.0f});
   const Matrix dx_J = dy * J;
   const Matrix dx = softmax_backward(p_g, dy);
@@ -372,8 +373,8 @@ void run(int argc, char** argv) {
       "simplifies to dx = p * (dy - <p, dy>) (elementwise): one dot product per row, O(n) instead of O(n^2).");
   fmt::print("  dy = {}   <p, dy> = {:.4f}\n", format_row(dy, 0, 1), (p_g.array() * dy.array()).sum());
   fmt::print("  {:<35} = {}\n", "dy^T J", format_row(dx_J));
-  fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "softmax_backward: p * (dy - <p,dy>)", format_row(dx),
-             (dx - dx_J).cwiseAbs().maxCoeff());
+  fmt::print("  {:<35} = {}   largest difference {}\n", "softmax_backward: p * (dy - <p,dy>)", format_row(dx),
+             rounding((dx - dx_J).cwiseAbs().maxCoeff(), 1e-6));
   {
     // Central differences of L(x) = <dy, softmax(x)>, in float: h = 1e-2
     // keeps the rounding (~1e-7 / h) and the truncation (~h^2) near 1e-5.
@@ -383,8 +384,8 @@ void run(int argc, char** argv) {
       fd(0, j) = float(central_difference(moved(0, j), h, [&] {
         return double((dy.array() * softmax_rows(moved).array()).sum());
       }));
-    fmt::print("  {:<35} = {}   largest difference {:.1e}\n", "central differences (h = 0.01)", format_row(fd),
-               (fd - dx).cwiseAbs().maxCoeff());
+    fmt::print("  {:<35} = {}   largest difference {}\n", "central differences (h = 0.01)", format_row(fd),
+               rounding((fd - dx).cwiseAbs().maxCoeff(), 1e-5));
   }
 
   // ---------------------------------------------------------------------

@@ -302,7 +302,7 @@ void run(int argc, char** argv) {
   for (int64_t h = 0; h < printed_heads; ++h)
     print_labelled(fmt::format("weights[0, {}]", h), weights.view(0, h), tokens, tokens);
   if (n_heads > printed_heads) fmt::print("  ... ({} more heads)\n", n_heads - printed_heads);
-  fmt::print("  every row of every head sums to 1: largest |row sum - 1| = {:.1e}\n", worst_sum);
+  fmt::print("  every row of every head sums to 1: largest |row sum - 1| {}\n", rounding(worst_sum, 1e-6));
   if (n_heads > 1)
     say(fmt::format("{} separate attention patterns over the same {} tokens, one per head: a pair of tokens now "
                     "gets {} weights instead of one, each decided in its own {}-dimensional subspace.",
@@ -349,8 +349,8 @@ void run(int argc, char** argv) {
     weights_diff = std::max(weights_diff, double((mh.weights.view(0, h) - weights.view(0, h)).cwiseAbs().maxCoeff()));
   print_shape("multi_head_attention(X, X, 1, params, n_heads).output", {1, seq_len, d_model});
   print_shape("multi_head_attention(X, X, 1, params, n_heads).weights", mh.weights.shape());
-  fmt::print("  largest difference from steps 5 and 8: weights {:.1e}, output {:.1e}\n", weights_diff,
-             (mh.output - output).cwiseAbs().maxCoeff());
+  fmt::print("  largest difference from steps 5 and 8: weights {}, output {}\n", rounding(weights_diff, 1e-6),
+             rounding((mh.output - output).cwiseAbs().maxCoeff(), rounding_bound(output.cwiseAbs().maxCoeff())));
   fmt::print("\n  The whole journey, batch 1:\n");
   const std::vector<std::pair<std::string, Shape>> journey{
       {"X", {1, seq_len, d_model}},
@@ -457,7 +457,11 @@ void run(int argc, char** argv) {
           for (int64_t d = 0; d < d_k; ++d) dot += double(Q(q, h * d_k + d)) * double(qkv.K(k, h * d_k + d));
           diff = std::max(diff, std::abs(dot / std::sqrt(double(d_k)) - double(scores(0, h, q, k))));
         }
-    fmt::print("  loops over \"bhqd,bhkd->bhqk\" vs step 4's scores:  largest difference {:.1e}\n", diff);
+    fmt::print("  loops over \"bhqd,bhkd->bhqk\" vs step 4's scores:  largest difference {}\n",
+               rounding(diff, rounding_bound(std::abs(*std::max_element(scores.data(), scores.data() + scores.size(),
+                                                                         [](float a, float b) {
+                                                                           return std::abs(a) < std::abs(b);
+                                                                         })))));
     // "bhqd,hdm->bqm": row h * d_k + d of W_o belongs to head h, feature d.
     diff = 0;
     for (int64_t q = 0; q < seq_len; ++q)
@@ -467,7 +471,8 @@ void run(int argc, char** argv) {
           for (int64_t d = 0; d < d_k; ++d) sum += double(head_out(0, h, q, d)) * double(params.W_o.W(h * d_k + d, m));
         diff = std::max(diff, std::abs(sum - double(output(q, m))));
       }
-    fmt::print("  loops over \"bhqd,hdm->bqm\" vs step 8's output:   largest difference {:.1e}\n", diff);
+    fmt::print("  loops over \"bhqd,hdm->bqm\" vs step 8's output:   largest difference {}\n",
+               rounding(diff, rounding_bound(output.cwiseAbs().maxCoeff())));
     fmt::print("  (double-precision loops against float32 products: rounding only)\n");
   }
 
@@ -511,7 +516,8 @@ void run(int argc, char** argv) {
   for (int64_t h = 0; h < n_heads; ++h)
     for (int64_t i = 0; i < kCrossQueries; ++i)
       cross_worst = std::max(cross_worst, std::abs(cross.weights.view(0, h).row(i).cast<double>().sum() - 1.0));
-  fmt::print("  every row sums to 1 over the {} keys: largest |row sum - 1| = {:.1e}\n", kCrossKeys, cross_worst);
+  fmt::print("  every row sums to 1 over the {} keys: largest |row sum - 1| {}\n", kCrossKeys,
+             rounding(cross_worst, 1e-6));
   fmt::print("  {:>6}  {:>8}  {:>8}   (uniform: H = log {} = {:.4f}, focus 1/{} = {:.4f})\n", "head", "mean H", "focus",
              kCrossKeys, std::log(double(kCrossKeys)), kCrossKeys, 1.0 / kCrossKeys);
   for (int64_t h = 0; h < n_heads && h < kMaxPanels; ++h) {
@@ -541,14 +547,15 @@ void run(int argc, char** argv) {
   double seq0 = 0;
   for (int64_t h = 0; h < n_heads; ++h)
     seq0 = std::max(seq0, double((batched.weights.view(0, h) - mh.weights.view(0, h)).cwiseAbs().maxCoeff()));
-  fmt::print("  sequence 0 in the batch vs alone (step 9): weights differ by {:.1e}, output by {:.1e}\n", seq0,
-             (batched.output.topRows(seq_len) - mh.output).cwiseAbs().maxCoeff());
+  fmt::print("  sequence 0 in the batch vs alone (step 9): difference in the weights {}, in the output {}\n",
+             rounding(seq0, 1e-6),
+             rounding((batched.output.topRows(seq_len) - mh.output).cwiseAbs().maxCoeff(),
+                      rounding_bound(mh.output.cwiseAbs().maxCoeff())));
   say("The sequences share the parameters and nothing else: weights are computed inside each (sequence, head) "
       "pair, so no token ever attends to another sequence, and adding sequences to the batch changes no "
       "sequence's result.");
-  if (seq0 > 0)
-    say("(The tiny differences above are float32 rounding: a product over more rows may be summed in another "
-        "order.)");
+  say("(A difference below the bound is float32 rounding: a product over more rows may be summed in another "
+      "order, and on some CPUs the two agree exactly.)");
 
   gap();
   fmt::print("Drawing figures\n");

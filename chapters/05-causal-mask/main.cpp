@@ -353,8 +353,8 @@ void run(int argc, char** argv) {
     const Matrix renormalised = zeroed.row(i) / float(zsum);
     const double diff = (renormalised - weights.row(i)).cwiseAbs().maxCoeff();
     worst_renormalised = std::max(worst_renormalised, diff);
-    fmt::print("  {:>8}  {:>22.4f}  {:>22.4f}  {:>24.1e}\n", tokens[size_t(i)], zsum,
-               weights.row(i).cast<double>().sum(), diff);
+    fmt::print("  {:>8}  {:>22.4f}  {:>22.4f}  {:>24}\n", tokens[size_t(i)], zsum,
+               weights.row(i).cast<double>().sum(), rounding(diff, 1e-6));
   }
   if (seq_len == 1)
     say("With a single token nothing lies in the future, so zeroing after the softmax removes nothing: the one "
@@ -363,10 +363,10 @@ void run(int argc, char** argv) {
   say(
       fmt::format("Zeroing after the softmax leaves each query with only the share it happened to give the past: "
                   "row 0 keeps {:.4f}, so its output is V[0] shrunk to {:.0f}% instead of V[0] itself. Dividing each "
-                  "row by its new sum repairs it (the last column: at most {:.1e}, float32 rounding), because "
+                  "row by its new sum repairs it (the last column: {}, float32 rounding), because "
                   "softmax over a subset of keys is the full softmax restricted and renormalised. -inf before the "
                   "softmax gives those weights in one step.",
-                  zeroed(0, 0), 100.0 * zeroed(0, 0), worst_renormalised));
+                  zeroed(0, 0), 100.0 * zeroed(0, 0), rounding(worst_renormalised, 1e-6)));
 
   // ---------------------------------------------------------------------
   step(6, fmt::format("Multi-head causal attention: {} heads of d_k = {}", o.n_heads, d_k));
@@ -531,7 +531,8 @@ void run(int argc, char** argv) {
     const double diff =
         L > 0 ? double((a.output.topRows(L) - causal_att.output.topRows(L)).cwiseAbs().maxCoeff()) : 0.0;
     fmt::print("  {:>9}  {:>7}  {:>22g}  {:>28}\n", b, L, upper_sum(a.weights),
-               L > 0 ? fmt::format("{:.1e}", diff) : std::string("(no real rows)"));
+               L > 0 ? rounding(diff, rounding_bound(causal_att.output.topRows(L).cwiseAbs().maxCoeff()))
+                     : std::string("(no real rows)"));
   }
   say("Each sequence is a prefix of the sentence, and a causal query only ever sees a prefix: so the real rows of "
       "every padded sequence reproduce the first rows of step 4's causal output (up to float32 rounding), however "

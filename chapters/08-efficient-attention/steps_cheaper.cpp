@@ -127,8 +127,8 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
   const Matrix local = local_attention(small.Q, small.K, small.V, w);
   const Attention masked = masked_attention(small.Q, small.K, small.V, band);
   fmt::print("  local_attention on the band alone against chapter 5's masked_attention with this mask: largest "
-             "difference {:.1e}\n",
-             (local - masked.output).cwiseAbs().maxCoeff());
+             "difference {}\n",
+             rounding((local - masked.output).cwiseAbs().maxCoeff(), 1e-6));
   say("Linear attention replaces exp(q . k / sqrt(d_k)) by phi(q) . phi(k) with phi(x) = elu(x) + 1, which is "
       "positive. Then sum_j phi(q_i) . phi(k_j) v_j = phi(q_i) S_i with S_i = sum_{j <= i} phi(k_j)^T v_j, a "
       "(d_k, d_v) running sum: O(seq_len d_k d_v) work, and no seq_len^2 anywhere. It is another attention, not "

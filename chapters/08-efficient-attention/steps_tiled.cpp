@@ -25,6 +25,11 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 float max_abs_diff(const Matrix& a, const Matrix& b) { return (a - b).cwiseAbs().maxCoeff(); }
 
+// Two computations of the same attention (or its gradients) in another
+// order differ by float32 rounding: values of order 1, sums of 10 terms for
+// the small example and of up to seq_len terms for the large one. Their
+// digits depend on the CPU's vector width, so they print as these bounds.
+constexpr double kSmallBound = 1e-6, kLargeBound = 1e-4;
 
 std::string naive_skipped(int64_t seq_len) {
   return fmt::format("seq_len {} is above {}: the naive path would hold two {} x {} float matrices ({}), so only "
@@ -86,8 +91,8 @@ void online_softmax_demo(const Small& small, Figures& figures) {
   }
   const Matrix online = online_softmax_rows(row), classic = softmax_rows(row);
   print_tensor("online_softmax_rows(scores[0]) = exp(x - m) / l", online, {1, Small::seq_len});
-  fmt::print("  softmax_rows (chapter 3), largest difference: {:.1e} (float32 rounding)\n",
-             max_abs_diff(online, classic));
+  fmt::print("  softmax_rows (chapter 3), largest difference: {} (float32 rounding)\n",
+             rounding(max_abs_diff(online, classic), 1e-6));
   OnlineSoftmax masked = state;
   online_softmax_update(masked, -kInf);
   say(fmt::format("A masked score (-inf) leaves the state as it was (m {}, l {}): exp(-inf) adds 0. A row of only "
@@ -158,7 +163,8 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
   fmt::print("  output[{}] = acc / l: {}\n", row, format_row(acc / l));
   print_tensor("tiled_attention(Q, K, V, block 4).output", tiled.output, {T, Small::d_k});
   print_tensor("lse = m + log(l), one per query row (kept for the backward)", tiled.lse.transpose(), {T});
-  fmt::print("  chapter 3's attention, largest difference: {:.1e}\n", max_abs_diff(tiled.output, naive.output));
+  fmt::print("  chapter 3's attention, largest difference: {}\n",
+             rounding(max_abs_diff(tiled.output, naive.output), kSmallBound));
 
   const int64_t N = large.Q.rows();
   say(fmt::format("Now Q, K, V of shape ({}, {}), tiles of {} x {}:", N, o.d_k, o.block, o.block));
@@ -179,9 +185,9 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
   const double naive_ms = measure::median_ms(run_naive, 0.2);
   fmt::print("  naive: {:.3f} ms, extra memory {}\n", naive_ms, bytes_str(double(naive_extra.value_or(0))));
   const float diff = max_abs_diff(big.output, reference.output);
-  fmt::print("  largest difference from chapter 3's attention: {:.1e} ({} float32 rounding of sums taken in "
+  fmt::print("  largest difference from chapter 3's attention: {} (float32 rounding of sums taken in "
              "another order)\n",
-             diff, diff < 1e-4f ? "within" : "MORE than");
+             rounding(diff, kLargeBound));
 }
 
 void causal_demo(const Small& small, const Large& large, const Options& o, Figures& figures) {
@@ -198,7 +204,8 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
   const TiledAttention tiled = tiled_attention(small.Q, small.K, small.V, true, B);
   const Attention masked = masked_attention(small.Q, small.K, small.V, causal_mask(T));
   print_tensor("tiled_attention(Q, K, V, causal, block 4).output", tiled.output, {T, Small::d_k});
-  fmt::print("  chapter 5's masked_attention, largest difference: {:.1e}\n", max_abs_diff(tiled.output, masked.output));
+  fmt::print("  chapter 5's masked_attention, largest difference: {}\n",
+             rounding(max_abs_diff(tiled.output, masked.output), kSmallBound));
 
   const int64_t N = large.Q.rows(), nbl = (N + o.block - 1) / o.block;
   const int64_t computed = nbl * (nbl + 1) / 2;
@@ -213,13 +220,14 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
   // Checks that hold at any size, without the naive path: query 0 sees only
   // key 0 (its output is V's row 0), and the last query sees every key (its
   // row equals the unmasked one).
-  fmt::print("  query 0 sees only key 0: |output[0] - V[0]| = {:.1e}; the last query sees every key: |causal - "
-             "full| on its row = {:.1e}\n",
-             (causal.output.row(0) - large.V.row(0)).cwiseAbs().maxCoeff(),
-             (causal.output.row(N - 1) - full.output.row(N - 1)).cwiseAbs().maxCoeff());
+  fmt::print("  query 0 sees only key 0: |output[0] - V[0]| {}; the last query sees every key: |causal - "
+             "full| on its row {}\n",
+             rounding((causal.output.row(0) - large.V.row(0)).cwiseAbs().maxCoeff(), kSmallBound),
+             rounding((causal.output.row(N - 1) - full.output.row(N - 1)).cwiseAbs().maxCoeff(), kLargeBound));
   if (large.naive_fits) {
     const Attention ref = masked_attention(large.Q, large.K, large.V, causal_mask(N));
-    fmt::print("  chapter 5's masked_attention, largest difference: {:.1e}\n", max_abs_diff(causal.output, ref.output));
+    fmt::print("  chapter 5's masked_attention, largest difference: {}\n",
+               rounding(max_abs_diff(causal.output, ref.output), kLargeBound));
   } else {
     say(naive_skipped(N));
   }
@@ -259,9 +267,9 @@ void backward_demo(const Small& small, const Large& large, const Options& o) {
     const TiledAttention fwd = tiled_attention(small.Q, small.K, small.V, causal, Small::block);
     const AttentionGrads g = tiled_attention_backward(small.Q, small.K, small.V, fwd, dO, causal, Small::block);
     const AttentionGrads ref = reference_backward(small.Q, small.K, small.V, dO, causal);
-    fmt::print("  {}: against chapter 3's pieces, largest difference dQ {:.1e}, dK {:.1e}, dV {:.1e}\n",
-               causal ? "causal" : "full  ", max_abs_diff(g.dQ, ref.dQ), max_abs_diff(g.dK, ref.dK),
-               max_abs_diff(g.dV, ref.dV));
+    fmt::print("  {}: against chapter 3's pieces, largest difference dQ {}, dK {}, dV {}\n",
+               causal ? "causal" : "full  ", rounding(max_abs_diff(g.dQ, ref.dQ), kSmallBound),
+               rounding(max_abs_diff(g.dK, ref.dK), kSmallBound), rounding(max_abs_diff(g.dV, ref.dV), kSmallBound));
     // Central differences in double of L = sum(O * dO) for one entry of each.
     constexpr double h = 1e-3;
     auto numeric = [&](int which, int64_t i, int64_t j) {
@@ -289,14 +297,18 @@ void backward_demo(const Small& small, const Large& large, const Options& o) {
   // Identities that hold at any size: the columns of P sum over queries to
   // what dO sums to, and softmax ignores a shift of all scores, so the keys'
   // gradients sum to zero.
-  fmt::print("  sum over rows of dV - sum over rows of dO: {:.1e} (P's rows sum to 1); sum over rows of dK: {:.1e} "
+  // Sums of N rows: their rounding grows with the sum of the terms' sizes.
+  fmt::print("  sum over rows of dV - sum over rows of dO: {} (P's rows sum to 1); sum over rows of dK: {} "
              "(dS's rows sum to 0)\n",
-             (g.dV.colwise().sum() - large.dO.colwise().sum()).cwiseAbs().maxCoeff(),
-             g.dK.colwise().sum().cwiseAbs().maxCoeff());
+             rounding((g.dV.colwise().sum() - large.dO.colwise().sum()).cwiseAbs().maxCoeff(),
+                      rounding_bound(large.dO.cwiseAbs().colwise().sum().maxCoeff())),
+             rounding(g.dK.colwise().sum().cwiseAbs().maxCoeff(),
+                      rounding_bound(g.dK.cwiseAbs().colwise().sum().maxCoeff())));
   if (large.naive_fits) {
     const AttentionGrads ref = reference_backward(large.Q, large.K, large.V, large.dO, false);
-    fmt::print("  against chapter 3's pieces: largest difference dQ {:.1e}, dK {:.1e}, dV {:.1e}\n",
-               max_abs_diff(g.dQ, ref.dQ), max_abs_diff(g.dK, ref.dK), max_abs_diff(g.dV, ref.dV));
+    fmt::print("  against chapter 3's pieces: largest difference dQ {}, dK {}, dV {}\n",
+               rounding(max_abs_diff(g.dQ, ref.dQ), kLargeBound), rounding(max_abs_diff(g.dK, ref.dK), kLargeBound),
+               rounding(max_abs_diff(g.dV, ref.dV), kLargeBound));
   } else {
     say(naive_skipped(N));
   }

@@ -50,6 +50,22 @@ std::string format_value(double v, int precision) {
   return fmt::format("{:.{}f}", v, precision);
 }
 
+std::string rounding(double difference, double bound) {
+  // "1e-6", not fmt's "1e-06": a bound is a round number, written as in the text.
+  const int exponent = int(std::floor(std::log10(bound) + 1e-9));
+  const double mantissa = bound / std::pow(10.0, exponent);
+  const std::string b = std::abs(mantissa - std::round(mantissa)) < 1e-9
+                            ? fmt::format("{}e{}", std::lround(mantissa), exponent)
+                            : fmt::format("{:g}", bound);
+  if (std::abs(difference) <= bound) return "below " + b;
+  return fmt::format("{:.1e}, above the rounding bound {}", difference, b);
+}
+
+double rounding_bound(double scale) {
+  if (!(scale > 1)) return 1e-6;  // also for NaN: the difference will show it
+  return std::pow(10.0, std::ceil(std::log10(1e-6 * scale) - 1e-9));
+}
+
 namespace {
 
 // Fixed point with `precision` decimals unless that would hide the values:

@@ -7,13 +7,36 @@
 //     for any number of omitted lines. Trailing spaces do not count, and
 //     timings ("3.75 s", "11.3 ms"), with the spaces before them, are
 //     compared as <time>, since they differ from run to run.
-//  2. The numbered headings "## N. Title" are the program's "Step N. Title"
+//  2. Numbers are compared as numbers, with a tolerance of one unit in the
+//     last digit the README prints: "0.1427" matches 0.1426 to 0.1428, and
+//     "2.6e-08" matches 2.5e-08 to 2.7e-08. Float sums are taken in another
+//     order on a CPU with another vector width (SSE2's 4 floats, AVX2's 8,
+//     AVX-512's 16), which moves the last digit of some printed values by
+//     one; more than that is a real difference. Integers (shapes, counts,
+//     indices) must be equal, and text must be equal, word for word.
+//     An excerpt of results after training opens with ```text trained: its
+//     decimal numbers may differ by 2% of their value (or one unit, if that
+//     is more). Training amplifies those rounding differences over hundreds
+//     of steps: one run of chapter 7's corpus task ended with a loss of
+//     0.1242 on an AVX2 CPU and 0.1249 under SSE2.
+//  3. The numbered headings "## N. Title" are the program's "Step N. Title"
 //     lines, one for one, in order, with the same titles.
+//  4. The tolerance must not hide a wrong README: for every number of every
+//     excerpt the checker makes two mutants (the README's number moved by
+//     two units of its last digit up and down, an integer by one) and the
+//     excerpt must then fail to match, at least one way (the other may still
+//     match where this CPU printed the number one unit away from the
+//     README). A number that can move both ways unseen (its line is also
+//     printed elsewhere, say) is reported as a problem of the excerpt.
 //
-// Every mismatch is printed with the README's line number; the exit status
-// is the number of mismatches (at most 100).
+// Every problem is printed with the README's line number; the exit status
+// is the number of problems (at most 100).
+// `readme_check --self-test` runs the checker's own tests (ctest
+// docs/readme_check_self_test).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -47,9 +70,118 @@ bool is_omission(const std::string& line) {
   return first != std::string::npos && line.compare(first, std::string::npos, "...") == 0;
 }
 
+// ---- A line as text and numbers ------------------------------------------
+
+struct Token {
+  enum Kind { kText, kInteger, kFixed, kScientific } kind;
+  std::string text;   // as printed
+  double value = 0;   // numbers
+  double unit = 0;    // one unit in the last printed digit (kFixed, kScientific)
+  int decimals = 0;   // digits after the point (kFixed)
+};
+using Line = std::vector<Token>;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+// A number starts at a digit (or a '-' before one) that does not continue a
+// word: "x86-64", "W_q", "d_k2" and "ch7" are text; "-0.25", "(1, 6, 64)",
+// "2.6e-08" and "5.6x" hold numbers.
+Line tokenize(const std::string& s) {
+  Line line;
+  std::string text;
+  auto flush_text = [&] {
+    if (!text.empty()) line.push_back({Token::kText, text});
+    text.clear();
+  };
+  size_t i = 0;
+  while (i < s.size()) {
+    const bool after_word = i > 0 && (is_word(s[i - 1]) || s[i - 1] == '.');
+    const bool sign = s[i] == '-' && i + 1 < s.size() && is_digit(s[i + 1]) && !after_word;
+    if ((is_digit(s[i]) || sign) && !after_word) {
+      size_t j = i + (sign ? 1 : 0);
+      while (j < s.size() && is_digit(s[j])) ++j;
+      Token t{Token::kInteger, ""};
+      if (j + 1 < s.size() && s[j] == '.' && is_digit(s[j + 1])) {
+        const size_t point = j++;
+        while (j < s.size() && is_digit(s[j])) ++j;
+        t.kind = Token::kFixed;
+        t.decimals = int(j - point - 1);
+      }
+      // An exponent: e-08, e+00, e5 (the mantissa may have no point: 1e-6).
+      if (j + 1 < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+        size_t k = j + 1;
+        if (k < s.size() && (s[k] == '-' || s[k] == '+')) ++k;
+        if (k < s.size() && is_digit(s[k])) {
+          while (k < s.size() && is_digit(s[k])) ++k;
+          if (k == s.size() || !is_word(s[k])) {
+            const int exponent = std::atoi(s.c_str() + s.find_first_of("eE", i) + 1);
+            t.unit = std::pow(10.0, exponent - t.decimals);
+            t.kind = Token::kScientific;
+            j = k;
+          }
+        }
+      }
+      flush_text();
+      t.text = s.substr(i, j - i);
+      t.value = std::strtod(t.text.c_str(), nullptr);
+      if (t.kind == Token::kFixed) t.unit = std::pow(10.0, -t.decimals);
+      line.push_back(t);
+      i = j;
+    } else {
+      text += s[i++];
+    }
+  }
+  flush_text();
+  return line;
+}
+
+// The tolerance of an excerpt of training results (```text trained), as a
+// share of the README's value.
+constexpr double kTrained = 0.02;
+
+// Does the program's token `out` show the README's token `doc`? `relative`:
+// the excerpt's tolerance as a share of the value (0, or kTrained).
+double tolerance(const Token& doc, double relative) { return std::max(doc.unit, relative * std::abs(doc.value)); }
+
+bool same(const Token& doc, const Token& out, double relative) {
+  if (doc.kind != out.kind) return false;
+  switch (doc.kind) {
+    case Token::kText:
+    case Token::kInteger:
+      return doc.text == out.text;
+    case Token::kFixed:
+      if (doc.decimals != out.decimals) return false;
+      break;
+    case Token::kScientific:
+      break;
+  }
+  // One unit of the README's last digit (not the output's: "0.0e+00" has a
+  // unit of 0.1), with a little room for the decimal values' binary
+  // rounding (0.1427 - 0.1426 is not exactly 1e-4 in a double).
+  return std::abs(doc.value - out.value) <= tolerance(doc, relative) * (1 + 1e-9);
+}
+
+bool same(const Line& doc, const Line& out, double relative) {
+  if (doc.size() != out.size()) return false;
+  for (size_t k = 0; k < doc.size(); ++k)
+    if (!same(doc[k], out[k], relative)) return false;
+  return true;
+}
+
+std::string text_of(const Line& line) {
+  std::string s;
+  for (const Token& t : line) s += t.text;
+  return s;
+}
+
+// ---- Excerpts --------------------------------------------------------------
+
 struct Block {
   size_t first_line;  // 1-based, in the README, of the block's first content line
-  std::vector<std::string> lines;
+  std::vector<Line> lines;
+  std::vector<bool> omission;
+  double relative = 0;  // kTrained for ```text trained
 };
 
 // Fenced blocks with no language or "text": the output excerpts.
@@ -60,9 +192,13 @@ std::vector<Block> output_blocks(const std::vector<std::string>& readme) {
     const std::string language = normalise(readme[i].substr(3));
     size_t end = i + 1;
     while (end < readme.size() && readme[end].rfind("```", 0) != 0) ++end;
-    if (language.empty() || language == "text") {
-      Block b{i + 2, {}};
-      for (size_t j = i + 1; j < end; ++j) b.lines.push_back(normalise(readme[j]));
+    if (language.empty() || language == "text" || language == "text trained") {
+      Block b{i + 2, {}, {}, language == "text trained" ? kTrained : 0.0};
+      for (size_t j = i + 1; j < end; ++j) {
+        const std::string l = normalise(readme[j]);
+        b.omission.push_back(is_omission(l));
+        b.lines.push_back(tokenize(l));
+      }
       blocks.push_back(b);
     }
     i = end;
@@ -70,75 +206,139 @@ std::vector<Block> output_blocks(const std::vector<std::string>& readme) {
   return blocks;
 }
 
-// Where `segment` first appears as consecutive lines of `output` at or after
-// `from`; output.size() if nowhere.
-size_t find_segment(const std::vector<std::string>& output, const std::vector<std::string>& segment, size_t from) {
-  for (size_t start = from; start + segment.size() <= output.size(); ++start)
-    if (std::equal(segment.begin(), segment.end(), output.begin() + long(start))) return start;
+using Output = std::vector<Line>;
+
+// Where lines [first, last) of the excerpt first appear as consecutive lines
+// of `output` at or after `from`; output.size() if nowhere.
+size_t find_segment(const Output& output, const std::vector<Line>& lines, size_t first, size_t last, size_t from,
+                    double relative) {
+  const size_t n = last - first;
+  for (size_t start = from; start + n <= output.size(); ++start) {
+    size_t k = 0;
+    while (k < n && same(lines[first + k], output[start + k], relative)) ++k;
+    if (k == n) return start;
+  }
   return output.size();
 }
 
-// The longest prefix of `segment` found anywhere at or after `from`: to say
+// The longest prefix of the segment found anywhere at or after `from`: to say
 // which line of a failing excerpt is the first that the program does not print.
-size_t longest_prefix(const std::vector<std::string>& output, const std::vector<std::string>& segment, size_t from) {
+size_t longest_prefix(const Output& output, const std::vector<Line>& lines, size_t first, size_t last, size_t from,
+                      double relative) {
   size_t best = 0;
   for (size_t start = from; start < output.size(); ++start) {
     size_t k = 0;
-    while (k < segment.size() && start + k < output.size() && output[start + k] == segment[k]) ++k;
+    while (first + k < last && start + k < output.size() && same(lines[first + k], output[start + k], relative)) ++k;
     best = std::max(best, k);
   }
   return best;
 }
 
-}  // namespace
+struct Mismatch {
+  size_t line;  // README line
+  std::string what;
+};
 
-int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: readme_check README.md OUTPUT.txt\n";
-    return 2;
-  }
-  const std::vector<std::string> readme = read_lines(argv[1]);
-  std::vector<std::string> output = read_lines(argv[2]);
-  for (std::string& line : output) line = normalise(line);
-  int problems = 0;
-  auto problem = [&](size_t line, const std::string& what) {
-    std::cout << argv[1] << ":" << line << ": " << what << "\n";
-    ++problems;
-  };
-
-  // 1. Excerpts.
-  for (const Block& block : output_blocks(readme)) {
-    size_t from = 0, line = block.first_line;
-    std::vector<std::string> segment;
-    size_t segment_line = line;
-    bool anchored = false;  // an excerpt's first segment may start anywhere
-    auto flush = [&] {
-      if (segment.empty()) return;
-      const size_t at = find_segment(output, segment, anchored ? from : 0);
-      if (at == output.size()) {
-        const size_t ok = longest_prefix(output, segment, anchored ? from : 0);
-        problem(segment_line + ok, "not in the program's output" +
-                                       std::string(anchored ? " (after the excerpt's previous lines)" : "") + ": \"" +
-                                       segment[std::min(ok, segment.size() - 1)] + "\"");
-      } else {
-        from = at + segment.size();
-      }
-      anchored = true;
-      segment.clear();
-    };
-    for (const std::string& l : block.lines) {
-      if (is_omission(l)) {
-        flush();
-      } else {
-        if (segment.empty()) segment_line = line;
-        segment.push_back(l);
-      }
-      ++line;
+// Matches one excerpt against the output; the mismatches, in README lines.
+std::vector<Mismatch> match_block(const Block& block, const Output& output) {
+  std::vector<Mismatch> problems;
+  size_t from = 0;
+  bool anchored = false;  // an excerpt's first segment may start anywhere
+  size_t k = 0;
+  while (k < block.lines.size()) {
+    if (block.omission[k]) {
+      ++k;
+      continue;
     }
-    flush();
+    size_t end = k;
+    while (end < block.lines.size() && !block.omission[end]) ++end;
+    const size_t start = anchored ? from : 0;
+    const size_t at = find_segment(output, block.lines, k, end, start, block.relative);
+    if (at == output.size()) {
+      const size_t ok = longest_prefix(output, block.lines, k, end, start, block.relative);
+      const size_t bad = std::min(k + ok, end - 1);
+      problems.push_back({block.first_line + bad,
+                          "not in the program's output" +
+                              std::string(anchored ? " (after the excerpt's previous lines)" : "") + ": \"" +
+                              text_of(block.lines[bad]) + "\""});
+    } else {
+      from = at + (end - k);
+    }
+    anchored = true;
+    k = end;
+  }
+  return problems;
+}
+
+// The README's number moved by two units of its last digit (an integer by
+// one) up or down (direction +1 or -1), printed as the README prints it; in
+// an excerpt of training results, by twice its tolerance.
+Token mutant_of(const Token& t, int direction, double relative = 0) {
+  Token m = t;
+  char buffer[64];
+  switch (t.kind) {
+    case Token::kInteger:
+      m.text = std::to_string(std::stoll(t.text) + direction);
+      break;
+    case Token::kFixed:
+      m.value = t.value + 2 * direction * tolerance(t, relative);
+      std::snprintf(buffer, sizeof buffer, "%.*f", t.decimals, m.value);
+      m.text = buffer;
+      break;
+    case Token::kScientific: {
+      // The mantissa moves by two units of its last digit; the exponent stays.
+      const size_t e = t.text.find_first_of("eE");
+      const size_t point = t.text.find('.');
+      const int decimals = point == std::string::npos ? 0 : int(e - point - 1);
+      const double mantissa = std::strtod(t.text.substr(0, e).c_str(), nullptr) + 2 * direction * std::pow(10.0, -decimals);
+      std::snprintf(buffer, sizeof buffer, "%.*f", decimals, mantissa);
+      m.text = buffer + t.text.substr(e);
+      break;
+    }
+    case Token::kText:
+      break;
+  }
+  m.value = std::strtod(m.text.c_str(), nullptr);
+  return m;
+}
+
+// The README against the output: every problem, with its README line.
+std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::vector<std::string>& output_text,
+                            bool mutants) {
+  Output output;
+  for (const std::string& l : output_text) output.push_back(tokenize(normalise(l)));
+  std::vector<Mismatch> problems;
+
+  // 1-2. Excerpts, numbers with their tolerance.
+  for (const Block& block : output_blocks(readme)) {
+    const std::vector<Mismatch> found = match_block(block, output);
+    problems.insert(problems.end(), found.begin(), found.end());
+    if (!found.empty() || !mutants) continue;
+    // 4. Every number of a matching excerpt, moved two units up or down,
+    // must stop it matching. (One direction may still match where this
+    // CPU printed the number one unit away from the README's: moved towards
+    // it, the mutant is one unit from the output. Both directions matching
+    // means the number is not checked at all.)
+    Block mutant = block;
+    for (size_t l = 0; l < block.lines.size(); ++l) {
+      for (size_t k = 0; k < block.lines[l].size(); ++k) {
+        const Token& original = block.lines[l][k];
+        if (original.kind == Token::kText) continue;
+        std::string survivors;
+        for (int direction : {+1, -1}) {
+          mutant.lines[l][k] = mutant_of(original, direction, block.relative);
+          if (!match_block(mutant, output).empty()) break;
+          survivors += (survivors.empty() ? "" : " and ") + mutant.lines[l][k].text;
+          if (direction == -1)
+            problems.push_back({block.first_line + l, "the excerpt would still match with " + original.text +
+                                                          " changed to " + survivors + " (is this line printed twice?)"});
+        }
+        mutant.lines[l][k] = original;
+      }
+    }
   }
 
-  // 2. Step headings.
+  // 3. Step headings.
   static const std::regex heading(R"(^## ([0-9]+)\. (.*)$)");
   static const std::regex step(R"(^Step ([0-9]+)\. (.*)$)");
   std::vector<std::pair<size_t, std::string>> headings;  // README line, "N. Title"
@@ -146,19 +346,111 @@ int main(int argc, char** argv) {
   std::smatch m;
   for (size_t i = 0; i < readme.size(); ++i)
     if (std::regex_match(readme[i], m, heading)) headings.emplace_back(i + 1, m[1].str() + ". " + m[2].str());
-  for (const std::string& l : output)
+  for (const std::string& raw : output_text) {
+    const std::string l = normalise(raw);
     if (std::regex_match(l, m, step)) steps.push_back(m[1].str() + ". " + m[2].str());
+  }
   for (size_t k = 0; k < std::max(headings.size(), steps.size()); ++k) {
     if (k >= headings.size()) {
-      problem(readme.size(), "the program's \"Step " + steps[k] + "\" has no \"## " + steps[k] + "\" heading");
+      problems.push_back({readme.size(), "the program's \"Step " + steps[k] + "\" has no \"## " + steps[k] + "\" heading"});
     } else if (k >= steps.size()) {
-      problem(headings[k].first, "\"## " + headings[k].second + "\" is no step of the program (it prints " +
-                                     std::to_string(steps.size()) + ")");
+      problems.push_back({headings[k].first, "\"## " + headings[k].second + "\" is no step of the program (it prints " +
+                                                 std::to_string(steps.size()) + ")"});
     } else if (headings[k].second != steps[k]) {
-      problem(headings[k].first, "heading \"## " + headings[k].second + "\" but the program's step is \"Step " +
-                                     steps[k] + "\"");
+      problems.push_back({headings[k].first, "heading \"## " + headings[k].second +
+                                                 "\" but the program's step is \"Step " + steps[k] + "\""});
     }
   }
-  if (problems == 0) std::cout << argv[1] << ": every excerpt and step heading matches the output\n";
-  return std::min(problems, 100);
+  return problems;
+}
+
+// ---- The checker's own tests -------------------------------------------------
+
+int self_test() {
+  int failures = 0;
+  auto expect = [&](const char* name, const std::vector<std::string>& readme, const std::vector<std::string>& output,
+                    size_t problems) {
+    const size_t got = check(readme, output, false).size();
+    if (got != problems) {
+      std::cout << "FAILED: " << name << ": " << got << " problem(s), expected " << problems << "\n";
+      ++failures;
+    }
+  };
+  const std::vector<std::string> out = {
+      "Step 1. Scores",
+      "  scores (1, 4, 6, 6) = Q Kᵀ / √16, d_k = 16 on x86-64",
+      "  largest |row sum - 1| = 2.6e-08, gap 0.1427 after 3.75 s",
+      "  loss -3.225135, accuracy 99.2%",
+      "  [0.1422, -0.3113, 0.1691]",
+  };
+  auto readme_with = [&](const std::string& line) {
+    return std::vector<std::string>{"## 1. Scores", "```", line, "```"};
+  };
+  expect("the output itself", readme_with(out[2]), out, 0);
+  expect("one unit of the last digit", readme_with("  largest |row sum - 1| = 2.5e-08, gap 0.1426 after 9.1 ms"), out,
+         0);
+  expect("two units of the last digit (fixed)", readme_with("  largest |row sum - 1| = 2.6e-08, gap 0.1429 after 3 s"),
+         out, 1);
+  expect("two units of the last digit (scientific)", readme_with("  largest |row sum - 1| = 2.8e-08, gap 0.1427"), out,
+         1);
+  expect("another number of digits", readme_with("  largest |row sum - 1| = 2.6e-08, gap 0.143 after 3.75 s"), out, 1);
+  expect("an integer off by one", readme_with("  scores (1, 4, 6, 7) = Q Kᵀ / √16, d_k = 16 on x86-64"), out, 1);
+  expect("a zero printed with a larger exponent", readme_with("  largest |row sum - 1| = 0.0e+00, gap 0.1427"), out, 1);
+  expect("a word changed", readme_with("  scores (1, 4, 6, 6) = Q Kᵀ / √16, d_v = 16 on x86-64"), out, 1);
+  expect("a word with digits is text", readme_with("  scores (1, 4, 6, 6) = Q Kᵀ / √16, d_k = 16 on x86-63"), out, 1);
+  expect("a sign", readme_with("  [0.1422, 0.3113, 0.1691]"), out, 1);
+  expect("negative numbers within a unit", readme_with("  loss -3.225136, accuracy 99.1%"), out, 0);
+  expect("a heading that is no step", {"## 1. Scores", "## 2. Weights"}, out, 1);
+  expect("an omission", {"## 1. Scores", "```", "Step 1. Scores", "...", "  [0.1422, -0.3113, 0.1691]", "```"}, out, 0);
+  expect("order after an omission",
+         {"## 1. Scores", "```", "  [0.1422, -0.3113, 0.1691]", "...", "Step 1. Scores", "```"}, out, 1);
+  // The mutants: every number of a matching excerpt, moved by two units,
+  // stops it matching; a line printed twice is reported.
+  const std::vector<std::string> readme = {"## 1. Scores", "```", out[1], out[2], out[3], out[4], "```"};
+  if (!check(readme, out, true).empty()) {
+    std::cout << "FAILED: a mutant of the output's own lines survived\n";
+    ++failures;
+  }
+  std::vector<std::string> twice = out;
+  twice.push_back("  loss -3.225133, accuracy 99.2%");  // the mutant one way
+  if (!check({"## 1. Scores", "```", "...", out[3], "```"}, twice, true).empty()) {
+    std::cout << "FAILED: a mutant that matches in one direction only was reported\n";
+    ++failures;
+  }
+  twice.push_back("  loss -3.225137, accuracy 99.2%");  // and the other
+  if (check({"## 1. Scores", "```", "...", out[3], "```"}, twice, true).size() != 1) {
+    std::cout << "FAILED: a mutant that matches a line printed twice was not reported\n";
+    ++failures;
+  }
+  expect("a trained excerpt within 2%", {"## 1. Scores", "```text trained", "  loss -3.2900, accuracy 98.0%", "```"},
+         {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 0);
+  expect("a trained excerpt beyond 2%", {"## 1. Scores", "```text trained", "  loss -3.3000, accuracy 98.0%", "```"},
+         {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 1);
+  const Token fixed = mutant_of(tokenize("0.1427")[0], +1), sci = mutant_of(tokenize("2.6e-08")[0], -1),
+              minus = mutant_of(tokenize("-3.225135")[0], +1), integer = mutant_of(tokenize("16")[0], -1);
+  for (auto [got, want] : {std::pair{fixed.text, "0.1429"}, std::pair{sci.text, "2.4e-08"},
+                           std::pair{minus.text, "-3.225133"}, std::pair{integer.text, "15"}}) {
+    if (got != want) {
+      std::cout << "FAILED: mutant " << got << ", expected " << want << "\n";
+      ++failures;
+    }
+  }
+  std::cout << (failures == 0 ? "readme_check: every self-test passed\n" : "readme_check: self-test failed\n");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--self-test") return self_test();
+  if (argc != 3) {
+    std::cerr << "usage: readme_check README.md OUTPUT.txt | readme_check --self-test\n";
+    return 2;
+  }
+  const std::vector<Mismatch> problems = check(read_lines(argv[1]), read_lines(argv[2]), true);
+  for (const Mismatch& p : problems) std::cout << argv[1] << ":" << p.line << ": " << p.what << "\n";
+  if (problems.empty())
+    std::cout << argv[1] << ": every excerpt and step heading matches the output (numbers to one unit of their "
+                            "last digit), and every number moved by two units would not\n";
+  return int(std::min<size_t>(problems.size(), 100));
 }

@@ -55,4 +55,18 @@ std::string text_bar(double fraction, int width);
 // One number the way format_matrix writes it ("-0.1234", "-inf", "nan").
 std::string format_value(double v, int precision = 4);
 
+// A difference that float32 rounding explains, printed as the bound it stays
+// under ("below 1e-6") rather than as its digits: those depend on the CPU,
+// because a vector unit of 4, 8 or 16 floats adds the terms of a sum in
+// another order, so a reader's 1.5e-08 is no less right than the book's
+// 2.6e-08. A difference above the bound is no rounding and is printed with
+// its digits and the bound ("3.2e-03, above the rounding bound 1e-6"), so a
+// real error still shows.
+std::string rounding(double difference, double bound);
+// The bound for values of size up to `scale` (the largest |value| compared):
+// 1e-6 up to 1, then the power of ten at or above 1e-6 * scale. float32 holds
+// about 7 digits (its epsilon is 1.2e-7), so this is some eight units of the
+// last one: a sum of a few hundred terms in another order stays under it.
+double rounding_bound(double scale);
+
 }  // namespace sa
