@@ -172,6 +172,7 @@ void run(int argc, char** argv) {
     throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
 
   fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);
+  fmt::print("  measured on: {}\n", measure::machine_description());
   std::vector<int64_t> ids, targets;
   Times step_median;
   double peak = 0, flops = 0;  // this core's GEMM peak (GFLOP/s) and a step's operations

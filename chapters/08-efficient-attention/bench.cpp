@@ -156,6 +156,7 @@ void run(int argc, char** argv) {
   else {
     fmt::print("Chapter 8 benchmark: attention with d_k = {}, tiles of {} x {}, one core, seed {}\n", d_k, block, block,
                cli.seed);
+    fmt::print("  measured on: {}\n", measure::machine_description());
     fmt::print("  this core's float matrix-product peak (Eigen, 1024 x 1024 x 1024, median): {:.1f} GFLOP/s\n", peak);
     fmt::print("  times are medians of at least 3 runs; extra memory is the peak resident size a call added beyond\n"
                "  its inputs and outputs\n\n");

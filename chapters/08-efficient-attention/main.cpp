@@ -10,6 +10,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/measure.hpp"
 #include "sa/print.hpp"
 #include "sa/rng.hpp"
 
@@ -41,7 +42,8 @@ void run(int argc, char** argv) {
   chapter_title("Chapter 8: the cost of attention, and how to beat it");
   fmt::print("seq_len {}, d_k {}, block {}, window {}, gen-tokens {}, seed {}\n", o.seq_len, o.d_k, o.block,
              o.window, o.gen_tokens, cli.seed);
-  fmt::print("(times are this machine's, on one core, medians of at least 3 runs)\n");
+  fmt::print("(times are this machine's, on one core, medians of at least 3 runs)\n(measured on: {})\n",
+             measure::machine_description());
   const Small small = make_small(gen);
   const Large large = make_large(gen, o);
 

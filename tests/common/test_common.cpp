@@ -93,6 +93,27 @@ std::string usage_error(std::vector<std::string> words) {
 }
 }  // namespace
 
+TEST_CASE("rounding: a difference within its bound prints as the bound, one above it with its digits",
+          "[common][print]") {
+  // Below the bound the digits are not printed: they depend on the CPU.
+  CHECK(rounding(2.6e-8, 1e-6) == "below 1e-6");
+  CHECK(rounding(0.0, 1e-6) == "below 1e-6");
+  CHECK(rounding(-9.9e-7, 1e-6) == "below 1e-6");
+  CHECK(rounding(1e-6, 1e-6) == "below 1e-6");
+  CHECK(rounding(3e-5, 1e-4) == "below 1e-4");
+  CHECK(rounding(2e-5, 2.5e-5) == "below 2.5e-05");
+  // Above it the difference is no rounding, and shows.
+  CHECK(rounding(3.2e-3, 1e-6) == "3.2e-03, above the rounding bound 1e-6");
+  CHECK(rounding(std::nan(""), 1e-6).find("above the rounding bound") != std::string::npos);
+  // The bound grows with the size of the values compared.
+  CHECK(rounding_bound(0.5) == 1e-6);
+  CHECK(rounding_bound(1.0) == 1e-6);
+  CHECK(std::abs(rounding_bound(8.3) - 1e-5) < 1e-12);
+  CHECK(std::abs(rounding_bound(64.0) - 1e-4) < 1e-12);
+  CHECK(std::abs(rounding_bound(3270.0) - 1e-2) < 1e-12);
+  CHECK(rounding_bound(std::nan("")) == 1e-6);
+}
+
 TEST_CASE("Cli: values are parsed and checked", "[common][cli]") {
   Cli cli("00-test", "test");
   int64_t d_model = 64;

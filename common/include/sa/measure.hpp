@@ -20,6 +20,42 @@
 
 namespace sa::measure {
 
+// The machine a figure was measured on, for the line above a benchmark's
+// figures: the CPU's name (Linux's /proc/cpuinfo; "an unnamed CPU" where it
+// has none) and the vector unit this program was compiled to use (Eigen's:
+// 16 floats with AVX-512, 8 with AVX, 4 with SSE or NEON). A speed belongs to
+// one CPU and one vector width; the same program on another machine prints
+// other figures.
+inline std::string machine_description() {
+  std::string cpu = "an unnamed CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_first_of(" \t"));
+    if (key == "model" && line.compare(0, 10, "model name") == 0 && colon + 2 <= line.size()) {
+      cpu = line.substr(colon + 2);
+      break;
+    }
+  }
+#if defined(EIGEN_VECTORIZE_AVX512)
+  const char* vector = "AVX-512, 16 floats";
+#elif defined(EIGEN_VECTORIZE_AVX2) && defined(EIGEN_VECTORIZE_FMA)
+  const char* vector = "AVX2 + FMA, 8 floats";
+#elif defined(EIGEN_VECTORIZE_AVX)
+  const char* vector = "AVX, 8 floats";
+#elif defined(EIGEN_VECTORIZE_NEON)
+  const char* vector = "NEON, 4 floats";
+#elif defined(EIGEN_VECTORIZE_SSE4_2)
+  const char* vector = "SSE4.2, 4 floats";
+#elif defined(EIGEN_VECTORIZE_SSE2)
+  const char* vector = "SSE2, 4 floats";
+#else
+  const char* vector = "none (scalar code)";
+#endif
+  return cpu + ", vector unit " + vector;
+}
+
 inline double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
