@@ -178,7 +178,7 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
                                  : (moved_pe.leftCols(pairs) - PE.bottomRows(positions - k).leftCols(pairs))
                                        .cwiseAbs()
                                        .maxCoeff();
-    moved += fmt::format("{}k = {}: {}", moved.empty() ? "" : ", ", k, rounding(err, rounding_bound(1.0)));
+    moved += fmt::format("{}k = {}: {}", moved.empty() ? "" : ", ", k, rounding(err, 1e-6));
   }
   say(fmt::format("PE(p + k) is a fixed linear map of PE(p), the same for every p: M_k turns each (sin, cos) pair "
                   "by the angle w k. Largest |PE(p) M_k - PE(p + k)| over every p{}: {}.",

@@ -296,7 +296,7 @@ void run(int argc, char** argv) {
   print_shape("attention(Q, K, V).weights", {1, att.weights.rows(), att.weights.cols()}, "(batch, seq_q, seq_k)");
   fmt::print("  largest difference from steps 2 and 3: weights {}, output {}\n"
              "  (float32 rounding at most: the same sums, possibly added in another order)\n",
-             rounding((att.weights - weights).cwiseAbs().maxCoeff(), rounding_bound(1.0)),
+             rounding((att.weights - weights).cwiseAbs().maxCoeff(), 1e-6),
              rounding((att.output - output).cwiseAbs().maxCoeff(), rounding_bound(output.cwiseAbs().maxCoeff())));
 
   // ---------------------------------------------------------------------

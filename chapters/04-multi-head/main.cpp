@@ -458,10 +458,9 @@ void run(int argc, char** argv) {
           diff = std::max(diff, std::abs(dot / std::sqrt(double(d_k)) - double(scores(0, h, q, k))));
         }
     fmt::print("  loops over \"bhqd,bhkd->bhqk\" vs step 4's scores:  largest difference {}\n",
-               rounding(diff, rounding_bound(std::abs(*std::max_element(scores.data(), scores.data() + scores.size(),
-                                                                         [](float a, float b) {
-                                                                           return std::abs(a) < std::abs(b);
-                                                                         })))));
+               rounding(diff, rounding_bound(Eigen::Map<const Eigen::ArrayXf>(scores.data(), scores.size())
+                                                 .abs()
+                                                 .maxCoeff())));
     // "bhqd,hdm->bqm": row h * d_k + d of W_o belongs to head h, feature d.
     diff = 0;
     for (int64_t q = 0; q < seq_len; ++q)

@@ -31,10 +31,8 @@ inline std::string machine_description() {
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
     const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = line.substr(0, line.find_first_of(" \t"));
-    if (key == "model" && line.compare(0, 10, "model name") == 0 && colon + 2 <= line.size()) {
-      cpu = line.substr(colon + 2);
+    if (line.rfind("model name", 0) == 0 && colon != std::string::npos) {
+      cpu = line.substr(std::min(line.size(), colon + 2));
       break;
     }
   }
