@@ -353,8 +353,8 @@ void show_rope_relative_property(uint64_t seed, const ModelConfig& cfg) {
     hi = std::max(hi, score(0, off));
     fmt::print("  {:>8}  {:>12.6f}  {:>36}\n", off, score(0, off), rounding(spread, bound));
   }
-  say(fmt::format("Moving the pair along the sequence changes its score by {}, {}. Across the offsets "
-                  "the score runs from {:.4f} to {:.4f}: {}",
+  say(fmt::format("Moving the pair along the sequence, the largest change of its score is {}, {}. Across "
+                  "the offsets the score runs from {:.4f} to {:.4f}: {}",
                   rounding(worst, bound),
                   worst <= bound ? "float32 rounding: the score depends on the offset, not on p"
                                  : "more than float32 rounding explains",
