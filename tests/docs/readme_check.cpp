@@ -115,7 +115,7 @@ Line tokenize(const std::string& s) {
         if (k < s.size() && is_digit(s[k])) {
           while (k < s.size() && is_digit(s[k])) ++k;
           if (k == s.size() || !is_word(s[k])) {
-            const int exponent = std::atoi(s.c_str() + s.find_first_of("eE", i) + 1);
+            const int exponent = std::atoi(s.c_str() + j + 1);  // s[j] is the e
             t.unit = std::pow(10.0, exponent - t.decimals);
             t.kind = Token::kScientific;
             j = k;
