@@ -87,7 +87,7 @@ class Progress {
 };
 
 // Saves a checkpoint, reads it back and checks that the model read back is
-// the model saved (defined in task_reversal.cpp; both tasks save).
+// the model saved (saving.cpp; every task that trains a model saves it).
 void save_and_verify(const Checkpoint& ckpt, const std::string& path, TinyTransformer& model,
                      const std::vector<int64_t>& ids, int64_t batch);
 

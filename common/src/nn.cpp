@@ -5,24 +5,31 @@
 
 namespace sa {
 
-Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias) {
-  if (d_in < 1 || d_out < 1) throw std::invalid_argument("make_linear: sizes must be positive");
+void init_linear_weight(Generator& gen, Matrix& W) {
   // torch.nn.init.kaiming_uniform_(weight, a=math.sqrt(5)), step by step in
   // double exactly as Python computes it, so the float bound is identical.
   const double a = std::sqrt(5.0);
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
-  const double std_dev = gain / std::sqrt(double(d_in));
+  const double std_dev = gain / std::sqrt(double(W.rows()));
   const double w_bound = std::sqrt(3.0) * std_dev;
-
-  Linear layer;
-  Matrix weight(d_out, d_in);  // PyTorch's layout, filled in PyTorch's order
+  Matrix weight(W.cols(), W.rows());  // PyTorch's (d_out, d_in) layout, filled in PyTorch's order
   gen.uniform_(weight.data(), weight.size(), -w_bound, w_bound);
-  layer.W = weight.transpose();
+  W = weight.transpose();
+}
+
+void init_linear_bias(Generator& gen, RowVector& b, int64_t d_in) {
+  const double b_bound = 1.0 / std::sqrt(double(d_in));
+  gen.uniform_(b.data(), b.size(), -b_bound, b_bound);
+}
+
+Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias) {
+  if (d_in < 1 || d_out < 1) throw std::invalid_argument("make_linear: sizes must be positive");
+  Linear layer;
+  layer.W.resize(d_in, d_out);
+  init_linear_weight(gen, layer.W);
   if (bias) {
-    const double b_bound = 1.0 / std::sqrt(double(d_in));
-    RowVector b(d_out);
-    gen.uniform_(b.data(), b.size(), -b_bound, b_bound);
-    layer.b = b;
+    layer.b = RowVector(d_out);
+    init_linear_bias(gen, *layer.b, d_in);
   }
   return layer;
 }

@@ -1,10 +1,12 @@
 // Reference solutions of chapter 7: the four backward passes (and the
 // optimizer step) that are the chapter's exercises. Their forwards, and the
-// other layers, are in chapters/07-training/training.hpp.
+// other layers, are declared in chapters/07-training/training.hpp and
+// defined in layers.cpp beside it.
 #include "07-training/training.hpp"
 
 #include "03-softmax/softmax.hpp"
 #include "06-dropout/dropout.hpp"
+#include "07-training/attention_lanes.hpp"
 
 #include <fmt/core.h>
 
@@ -57,8 +59,8 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
                                             shape_str(P)));
   const int64_t T = a.seq, d_k = a.d_k, d = a.d_model, X = QKV.cols();
   const float sqrt_dk = std::sqrt(float(d_k));
-  // The formulas run on every sequence at once, in lanes (see to_lanes in
-  // training.hpp): row i * 3d + col of qkv holds entry (i, col) of every
+  // The formulas run on every sequence at once, in lanes (see
+  // attention_lanes.hpp): row i * 3d + col of qkv holds entry (i, col) of every
   // sequence's QKV (dO's and dQKV's likewise), and row (h T + i) T + j of
   // P's lanes weight (i, j) of head h; lane_rows gathers the terms of a sum.
   AttentionLanes& lanes = attention_lanes();

@@ -23,6 +23,7 @@
 // sign (error 2), a factor of 2 (error 1), transposed or sent to the wrong
 // entry (order 1) is hundreds of times past it. Shapes are not square where a transposition
 // could hide (a transposed result then has the wrong shape).
+#include "07-training/attention_lanes.hpp"
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
 #include "07-training/training.hpp"
@@ -320,8 +321,9 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
 
 TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: forward and backward still right",
           "[ch07][attention_backward]") {
-  // The model's attention runs one head of 16 sequences at a time (lanes,
-  // training.hpp): 37 sequences are two full groups and a remainder of 5.
+  // The reference backward (and the model's forward) run every sequence at
+  // once in SIMD lanes (attention_lanes.hpp), 16 floats wide with AVX-512:
+  // 37 sequences are two full groups and a remainder of 5.
   // The mask lets query 3 see no key and query 4 only keys 1 and 3.
   Generator gen(737);
   const int64_t batch = 37, heads = 3, seq = 5, d = 6, d_k = d / heads;
@@ -393,6 +395,66 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
     CHECK(O.row(b * seq + 3).cwiseAbs().maxCoeff() == 0.0f);
     CHECK(dQKV.block(b * seq + 3, 0, 1, d).cwiseAbs().maxCoeff() == 0.0f);
   }
+}
+
+TEST_CASE("model: the attention the model trains with (every sequence at once) computes the plain forward's numbers",
+          "[ch07][model]") {
+  // attention_forward_lanes (attention_lanes.hpp) must be attention_forward
+  // in another loop order: the same P and O up to float rounding, the same
+  // dropout draws, the same refusals. Sizes around the SIMD width (1, 16,
+  // 37 sequences), masks with a query that sees nothing and one with a gap.
+  // Tolerance kFloat32 (1e-5 + 1e-4 |x|): float32 sums of at most 7 terms
+  // of order 1 added in two orders; a wrong head, key or sequence is off by
+  // more than 0.01.
+  Generator gen(741);
+  for (const int64_t batch : {1, 16, 37})
+    for (const int64_t heads : {1, 3}) {
+      const int64_t seq = 7, d = 6;
+      const Matrix QKV = gen.randn(batch * seq, 3 * d);
+      Mask gaps = causal_mask(seq);
+      gaps.row(2).setConstant(false);
+      gaps.row(5) << true, false, false, true, false, true, false;
+      const std::vector<std::pair<const char*, Mask>> masks = {
+          {"causal", causal_mask(seq)}, {"none", Mask::Constant(seq, seq, true)}, {"a row without keys, gaps", gaps}};
+      for (const auto& [mask_name, mask] : masks)
+        for (const double p : {0.0, 0.3}) {
+          const std::string what = fmt::format("batch {}, n_heads {}, seq {}, d_k {}, mask {}, dropout p = {}", batch,
+                                               heads, seq, d / heads, mask_name, p);
+          Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+          Matrix scores_l = scores, P_l = P, O_l = O;
+          Generator draws(7), draws_l(7);
+          AttentionDropout drop, drop_l;
+          drop.p = drop_l.p = p;
+          drop.gen = &draws;
+          drop_l.gen = &draws_l;
+          attention_forward(QKV, batch, heads, mask, scores, P, O, &drop);
+          attention_forward_lanes(QKV, batch, heads, mask, scores_l, P_l, O_l, &drop_l);
+          require_close("attention_forward_lanes(" + what + ") weights P vs attention_forward", P_l, P, kFloat32);
+          require_close("attention_forward_lanes(" + what + ") output O vs attention_forward", O_l, O, kFloat32);
+          if (p > 0) {
+            INFO("attention_forward_lanes(" << what << "): the dropout mask must be the plain forward's, entry for entry");
+            CHECK((drop.keep.array() == drop_l.keep.array()).all());
+          }
+        }
+      // The same refusal, word for word, for a score that is not a number.
+      Matrix bad = QKV;
+      bad(std::min<int64_t>(batch - 1, 9) * seq + 4, d / heads * (heads - 1)) = std::numeric_limits<float>::quiet_NaN();
+      Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
+      std::string plain, lanes;
+      try {
+        attention_forward(bad, batch, heads, causal_mask(seq), scores, P, O);
+      } catch (const std::invalid_argument& e) {
+        plain = e.what();
+      }
+      try {
+        attention_forward_lanes(bad, batch, heads, causal_mask(seq), scores, P, O);
+      } catch (const std::invalid_argument& e) {
+        lanes = e.what();
+      }
+      INFO("batch " << batch << ", n_heads " << heads << ": a NaN in Q of token 4, last head");
+      CHECK(!plain.empty());
+      CHECK(lanes == plain);
+    }
 }
 
 TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinite score is refused by name",

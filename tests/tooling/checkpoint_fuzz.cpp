@@ -514,7 +514,7 @@ std::string message_problem(const std::string& m) {
   if (m.empty()) return "an empty message";
   if (m.size() > 1000) return fmt::format("a message of {} bytes", m.size());
   for (size_t i = 0; i < m.size(); ++i)
-    if (detail::control_at(m, i)) return m[i] == '\n' ? "a message on more than one line" : "a control character";
+    if (control_at(m, i)) return m[i] == '\n' ? "a message on more than one line" : "a control character";
   if (printable(m) != m) return "bytes that are not UTF-8";
   return "";
 }

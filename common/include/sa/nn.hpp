@@ -25,6 +25,11 @@ struct Linear {
 // with a = √5 works out to that bound), drawn in PyTorch's (d_out, d_in)
 // order, then the bias from the same interval.
 Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias = true);
+// Its two draws on their own, for a W (d_in, d_out) and a b (d_out) already
+// allocated: a model that initialises its tensors one by one (chapter 7's
+// parameter table) draws them in the same order as make_linear.
+void init_linear_weight(Generator& gen, Matrix& W);
+void init_linear_bias(Generator& gen, RowVector& b, int64_t d_in);
 
 // The four projections of a multi-head attention layer, each
 // nn.Linear(d_model, d_model), drawn in the order W_q, W_k, W_v, W_o.
