@@ -2,11 +2,14 @@
 // pieces of the format the reader shares.
 #include "07-training/checkpoint.hpp"
 
+#include "sa/print.hpp"
+
 #include <boost/crc.hpp>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,6 +108,33 @@ mode_t current_umask() {
   return 022;
 }
 
+
+// A save's temporary file: ".NAME.tmp-PID-" and six random characters
+// (mkstemp's), hidden, in the target's folder. The process id lets a later
+// save tell a temporary file whose writer was killed (kill -9, a power cut)
+// from one that another run is writing right now.
+std::string temporary_prefix(const std::string& filename, long pid) {
+  return fmt::format(".{}.tmp-{}-", filename, pid);
+}
+
+// Removes the temporary files of earlier saves of `filename` in `dir` whose
+// process no longer runs. Anything else, a live save's file included, stays.
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& filename) {
+  namespace fs = std::filesystem;
+  const std::string start = "." + filename + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(start, 0) != 0 || !it->is_regular_file(ec)) continue;
+    const std::string rest = name.substr(start.size());  // "PID-XXXXXX"
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.size() != dash + 7 ||
+        rest.find_first_not_of("0123456789") != dash)
+      continue;
+    const long pid = std::stol(rest.substr(0, dash));
+    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+  }
+}
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> checkpoint_metadata(const Checkpoint& ckpt, uint32_t data_crc) {
@@ -204,7 +234,7 @@ std::vector<uint8_t> checkpoint_bytes(const Checkpoint& ckpt) {
   return bytes;
 }
 
-void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt, const CheckpointCheck& check_before_rename) {
   namespace fs = std::filesystem;
   const std::vector<uint8_t> bytes = checkpoint_bytes(ckpt);
   const fs::path target(path);
@@ -218,8 +248,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(dir, ec);
   if (ec) throw fail(fmt::format("cannot create the folder '{}'", printable(dir.string())), ec.value());
+  remove_stale_temporaries(dir, target.filename().string());
 
-  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::string name = (dir / (temporary_prefix(target.filename().string(), ::getpid()) + "XXXXXX")).string();
   const int fd = ::mkstemp(name.data());
   if (fd < 0) throw fail(fmt::format("cannot create a temporary file in '{}'", printable(dir.string())), errno);
   bool fd_open = true;
@@ -236,6 +267,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
     if (::fsync(fd) != 0) throw fail("cannot flush it to disk", errno);
     fd_open = false;
     if (::close(fd) != 0) throw fail("cannot close it", errno);
+    // The check reads this process's own file, before anyone else can
+    // replace it: another run saving to the same name at the same time
+    // renames its own file, verified the same way, and the last rename wins.
+    if (check_before_rename) check_before_rename(name);
     if (std::rename(name.c_str(), path.c_str()) != 0) throw fail("cannot rename the temporary file to it", errno);
   } catch (...) {
     if (fd_open) ::close(fd);
@@ -248,6 +283,46 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
+  }
+}
+
+uint64_t checkpoint_size_bound(const ModelConfig& cfg, uint64_t token_bytes) {
+  const uint64_t tensors = 2 + 10 * uint64_t(cfg.n_layers) + 4;  // tok, pos; 10 a block; ln_f, head
+  const uint64_t header = 8 + 1024 + 128 * tensors + token_bytes + uint64_t(cfg.vocab) + 4096;  // + note
+  return header + 4 * expected_parameter_count(cfg);
+}
+
+std::string checkpoint_room_problem(const std::string& dir, uint64_t available, uint64_t needed) {
+  constexpr uint64_t kSpare = uint64_t(1) << 20;
+  if (available >= needed + kSpare) return "";
+  return fmt::format("'{}' has {} free, but the checkpoints this run saves need about {} (and 1 MiB to spare): "
+                     "free some space or choose another folder",
+                     printable(dir), bytes_str(double(available)), bytes_str(double(needed)));
+}
+
+void require_checkpoint_targets(const std::string& flag, const std::vector<CheckpointTarget>& targets) {
+  namespace fs = std::filesystem;
+  std::map<std::string, uint64_t> by_dir;  // the folders, and what each must hold
+  for (const CheckpointTarget& t : targets) {
+    std::error_code ec;
+    const fs::file_status status = fs::symlink_status(t.path, ec);
+    if (fs::is_directory(status))
+      throw UsageError(fmt::format("{}: '{}' is a folder, so the checkpoint cannot be saved under that name: "
+                                   "move it, or choose another {}",
+                                   flag, printable(t.path), flag));
+    if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
+      throw UsageError(fmt::format("{}: '{}' is not a regular file (a pipe, a socket or a device?), so the "
+                                   "checkpoint cannot replace it",
+                                   flag, printable(t.path)));
+    const fs::path parent = fs::path(t.path).has_parent_path() ? fs::path(t.path).parent_path() : fs::path(".");
+    by_dir[parent.string()] += t.bytes;
+  }
+  for (const auto& [dir, needed] : by_dir) {
+    std::error_code ec;
+    const fs::space_info room = fs::space(dir, ec);
+    if (ec) continue;  // a folder that does not exist yet is created and probed by the caller
+    const std::string problem = checkpoint_room_problem(dir, room.available, needed);
+    if (!problem.empty()) throw UsageError(fmt::format("{}: {}", flag, problem));
   }
 }
 

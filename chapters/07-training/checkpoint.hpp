@@ -71,6 +71,7 @@
 #include "sa/printable.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -123,12 +124,38 @@ std::vector<std::pair<std::string, std::string>> checkpoint_metadata(const Check
 // parameters the configuration does not imply, a NaN or an infinity.
 std::vector<uint8_t> checkpoint_bytes(const Checkpoint& ckpt);
 
+// A check of the file a save wrote, given its temporary name; it throws to
+// stop the save (the file is then removed, and nothing is renamed).
+using CheckpointCheck = std::function<void(const std::string& written)>;
+
 // Writes the checkpoint to a uniquely named temporary file in the folder of
-// `path` (created if needed), fsyncs it and renames it to `path`: a crash
-// or a full disk while writing never leaves a half-written file under the
-// real name, and saves running at once never share a temporary file. On any
-// failure the temporary file is removed and std::runtime_error says why.
-void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
+// `path` (created if needed), fsyncs it, runs `check_before_rename` on it,
+// and renames it to `path`: a crash or a full disk while writing never
+// leaves a half-written file under the real name, saves running at once
+// never share a temporary file, and each checks the file it wrote itself.
+// Temporary files that an earlier save of the same name left behind when
+// it was killed are removed first. On any failure the temporary file is
+// removed and std::runtime_error says why.
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt, const CheckpointCheck& check_before_rename = {});
+
+// A file a run will save when it ends, and an upper bound of its size.
+struct CheckpointTarget {
+  std::string path;
+  uint64_t bytes = 0;
+};
+
+// An upper bound of the size of a checkpoint of `cfg` whose vocabulary
+// takes `token_bytes` bytes: the parameters' float32s and a generous
+// header (the JSON entry of every tensor, the tokens, the note).
+uint64_t checkpoint_size_bound(const ModelConfig& cfg, uint64_t token_bytes);
+
+// Checks before any training that the run can save what it trains, and
+// refuses with one line (UsageError, naming `flag`) otherwise: a target
+// whose name a folder or a non-regular file already takes, or a file system
+// with less room than the targets need together, plus 1 MiB.
+void require_checkpoint_targets(const std::string& flag, const std::vector<CheckpointTarget>& targets);
+// The room rule on its own: "" when `available` bytes hold `needed`, or why not.
+std::string checkpoint_room_problem(const std::string& dir, uint64_t available, uint64_t needed);
 
 // Reads a checkpoint from its bytes; `name` (the file name) is only used in
 // messages. Every check of the list at the top of this file, in order.

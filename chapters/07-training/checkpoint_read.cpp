@@ -120,6 +120,15 @@ const std::string& entry(const Metadata& meta, const std::string& key, const Ref
   return it->second;
 }
 
+// The metadata keys the book writes (checkpoint_metadata, and the seal).
+bool is_book_metadata_key(const std::string& key) {
+  for (const detail::ConfigField& f : detail::kConfigFields)
+    if (key == f.name) return true;
+  for (const char* k : {"format", "version", "causal", "tokens", "note", "crc32", "metadata_crc32"})
+    if (key == k) return true;
+  return false;
+}
+
 // __metadata__: there, a map of strings, of the book's format and version,
 // and sealed by its own CRC-32 (a flipped bit in the configuration, a token
 // or the note stops here).
@@ -152,9 +161,21 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
   {
     const std::string& stored = entry(meta, "metadata_crc32", fail);
     const uint32_t computed = detail::metadata_crc(meta);
-    if (stored != hex32(computed))
-      throw fail(fmt::format("corrupted: the CRC-32 of its metadata is {}, but the header records '{}'",
-                             hex32(computed), shown(stored)));
+    if (stored != hex32(computed)) {
+      // The CRC cannot say which value changed, but a key the book never
+      // writes is a likely culprit: another writer that added one without
+      // sealing the metadata again (chapter 7's README, section 8, says how).
+      std::string unknown;
+      for (const auto& [key, value] : meta)
+        if (!is_book_metadata_key(key)) unknown += (unknown.empty() ? "'" : ", '") + shown(key) + "'";
+      throw fail(fmt::format(
+          "corrupted: the CRC-32 of its metadata is {}, but the header records '{}': {}", hex32(computed),
+          shown(stored),
+          unknown.empty() ? "one of its values was changed after it was saved"
+                          : fmt::format("it holds {}, which the book does not write; a writer that adds metadata "
+                                        "must record the CRC-32 of all of it again",
+                                        unknown)));
+    }
   }
 
   return meta;

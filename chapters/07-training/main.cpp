@@ -87,6 +87,13 @@ void run(int argc, char** argv) {
   if (o.task != "corpus") check_reversal_options(o);
   std::optional<CorpusInput> corpus_input;
   if (o.task != "reversal") corpus_input = read_corpus_input(o);
+  // Where the checkpoints go: a folder in the way or a full disk is said
+  // now, not after minutes of training.
+  std::vector<CheckpointTarget> checkpoints;
+  if (o.task != "corpus") checkpoints = reversal_checkpoints(o);
+  if (corpus_input)
+    for (const CheckpointTarget& t : corpus_checkpoints(o, *corpus_input)) checkpoints.push_back(t);
+  require_checkpoint_targets("--checkpoint-dir", checkpoints);
 
   Figures figures(cli);
   Steps steps;

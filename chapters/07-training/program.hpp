@@ -105,6 +105,11 @@ CorpusInput read_corpus_input(const Options& o);
 // --sample and --test), before anything prints.
 void check_reversal_options(const Options& o);
 
+// The checkpoints each task saves when it ends, with an upper bound of
+// their sizes: checked (require_checkpoint_targets) before any training.
+std::vector<CheckpointTarget> reversal_checkpoints(const Options& o);
+std::vector<CheckpointTarget> corpus_checkpoints(const Options& o, const CorpusInput& input);
+
 void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step);
 void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step);
 void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& next_step);

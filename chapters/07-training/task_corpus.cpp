@@ -105,30 +105,49 @@ void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit&
   m.prefix_score = evaluate_prefixes(*m.model, corpus, split.held_out);
 }
 
+// The three models' short names, in figure labels and checkpoint names.
+constexpr const char* kCorpusTags[3] = {"single", "bi", "causal"};
+
+// The checkpoint of one of them.
+std::string corpus_checkpoint_path(const Options& o, const std::string& tag) {
+  return fmt::format("{}/corpus-{}.safetensors", o.checkpoint_dir, tag);
+}
+
+// The configurations of task 2's three models: one head, H heads
+// bidirectional, H heads causal; one layer each.
+std::vector<ModelConfig> corpus_model_configs(const Options& o, const Corpus& corpus) {
+  std::vector<ModelConfig> configs(3);
+  for (size_t k = 0; k < 3; ++k) {
+    ModelConfig& c = configs[k];
+    c.vocab = corpus.vocab.size();
+    c.max_seq = corpus.max_len();
+    c.d_model = o.corpus_d_model;
+    c.n_heads = k == 0 ? 1 : o.corpus_heads;
+    c.n_layers = 1;
+    c.d_ff = 4 * o.corpus_d_model;
+    c.causal = k == 2;
+  }
+  return configs;
+}
+
 // The three models of task 2, untrained: one head or H, bidirectional or
 // causal, each from its own generator with the same seed, so the two
 // H-head models start from the same weights and see the same batches.
 std::vector<CorpusModel> make_corpus_models(const Options& o, const Corpus& corpus, uint64_t seed) {
   std::vector<CorpusModel> models(3);
-  const int64_t d = o.corpus_d_model, H = o.corpus_heads;
+  const int64_t H = o.corpus_heads;
   models[0].name = "single-head, bidirectional";
-  models[0].tag = "single";
+  models[0].tag = kCorpusTags[0];
   models[1].name = fmt::format("{} heads, bidirectional", H);
-  models[1].tag = "bi";
+  models[1].tag = kCorpusTags[1];
   models[2].name = fmt::format("{} heads, causal", H);
-  models[2].tag = "causal";
+  models[2].tag = kCorpusTags[2];
+  const std::vector<ModelConfig> configs = corpus_model_configs(o, corpus);
   for (size_t k = 0; k < 3; ++k) {
-    ModelConfig& c = models[k].cfg;
-    c.vocab = corpus.vocab.size();
-    c.max_seq = corpus.max_len();
-    c.d_model = d;
-    c.n_heads = k == 0 ? 1 : H;
-    c.n_layers = 1;
-    c.d_ff = 4 * d;
-    c.causal = k == 2;
+    models[k].cfg = configs[k];
     models[k].gen = std::make_unique<Generator>(seed);
     models[k].masks = std::make_unique<Generator>(seed + 1);
-    models[k].model = std::make_unique<TinyTransformer>(c, *models[k].gen);
+    models[k].model = std::make_unique<TinyTransformer>(models[k].cfg, *models[k].gen);
   }
   return models;
 }
@@ -723,11 +742,11 @@ void step_save_the_models(const Options& o, const Corpus& corpus, uint64_t seed,
                             std::filesystem::path(o.corpus).filename().string(), m.name, o.corpus_epochs, seed,
                             m.held_score.percent(), m.prefix_score.percent());
     ckpt.params = m.model->params;
-    save_and_verify(ckpt, fmt::format("{}/corpus-{}.safetensors", o.checkpoint_dir, m.tag), *m.model, text_ids, 1);
+    save_and_verify(ckpt, corpus_checkpoint_path(o, m.tag), *m.model, text_ids, 1);
   }
   fmt::print("  look at one:  {} --checkpoint {} --text \"{}\" --layer 0 --head 1\n",
              shown_path(sibling_program("07-training-analyze")),
-             shown_path(o.checkpoint_dir + "/corpus-causal.safetensors"),
+             shown_path(corpus_checkpoint_path(o, kCorpusTags[2])),
              fmt::join(labels, " "));
 }
 
@@ -764,6 +783,17 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   gap();
   fmt::print("Drawing figures\n");
   draw_corpus_figures(figures, o, corpus, split, labels, quoted, n, models);
+}
+
+std::vector<CheckpointTarget> corpus_checkpoints(const Options& o, const CorpusInput& input) {
+  const Corpus& corpus = input.corpus;
+  uint64_t token_bytes = 0;
+  for (int64_t id = 0; id < corpus.vocab.size(); ++id) token_bytes += corpus.vocab.word(id).size() + 1;
+  std::vector<CheckpointTarget> targets;
+  const std::vector<ModelConfig> configs = corpus_model_configs(o, corpus);
+  for (size_t k = 0; k < configs.size(); ++k)
+    targets.push_back({corpus_checkpoint_path(o, kCorpusTags[k]), checkpoint_size_bound(configs[k], token_bytes)});
+  return targets;
 }
 
 }  // namespace sa::ch7

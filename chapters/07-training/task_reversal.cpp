@@ -586,6 +586,13 @@ ReversalSetup reversal_setup(const Options& o) {
 
 void check_reversal_options(const Options& o) { reversal_setup(o); }
 
+std::vector<CheckpointTarget> reversal_checkpoints(const Options& o) {
+  const ReversalSetup setup = reversal_setup(o);
+  uint64_t token_bytes = 0;
+  for (int64_t id = 0; id < o.vocab; ++id) token_bytes += token_label(id).size() + 1;
+  return {{o.checkpoint_dir + "/reversal.safetensors", checkpoint_size_bound(setup.cfg, token_bytes)}};
+}
+
 namespace {
 
 void print_reversal_title(const Options& o, uint64_t seed) {

@@ -9,6 +9,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/print.hpp"
 #include "sa/rng.hpp"
 #include "sa/tensor.hpp"
 
@@ -88,8 +89,6 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
 void compare_layers(const Options& o);
 void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures);
 
-// "512.0 MiB", "64.0 KiB", "1.00 GiB".
-std::string bytes_str(double bytes);
 // The exponent b of time ≈ a·T^b, by least squares on log time against log T.
 double fitted_exponent(const std::vector<double>& T, const std::vector<double>& ms);
 

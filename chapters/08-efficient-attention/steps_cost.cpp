@@ -35,12 +35,6 @@ Large make_large(Generator& gen, const Options& o) {
   return l;
 }
 
-std::string bytes_str(double bytes) {
-  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
-  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} KiB", bytes / 1024.0);
-}
-
 double fitted_exponent(const std::vector<double>& T, const std::vector<double>& ms) {
   // Least squares of y = log ms against x = log T: slope = cov(x, y) / var(x).
   const double n = double(T.size());

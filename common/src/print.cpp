@@ -178,4 +178,10 @@ std::string format_row(const Matrix& m, int64_t row, int precision) {
   return s + "]";
 }
 
+std::string bytes_str(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
 }  // namespace sa

@@ -27,6 +27,8 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -329,6 +331,85 @@ TEST_CASE("checkpoint: saves never share a temporary file, and a failed save lea
   CHECK(leftovers(dir, "nan.safetensors").empty());
 }
 
+TEST_CASE("checkpoint: each save checks its own file before the rename, and removes what killed saves left",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  Checkpoint other = t.ckpt;
+  other.params.head.b->coeffRef(0) += 1.0f;
+  other.note = "another run";
+  const fs::path dir = scratch("own-file");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "race.safetensors";
+  // Two runs with different models save to one name at once, each reading
+  // back what it wrote: no check ever sees the other run's file.
+  std::atomic<int> wrong = 0, failures = 0;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 6; ++k)
+    threads.emplace_back([&, k] {
+      const Checkpoint& mine = k % 2 ? other : t.ckpt;
+      const std::vector<uint8_t> expected = checkpoint_bytes(mine);
+      for (int i = 0; i < 5; ++i) try {
+          save_checkpoint(path.string(), mine, [&](const std::string& written) {
+            if (read_bytes(written) != expected) ++wrong;
+          });
+        } catch (const std::exception&) {
+          ++failures;
+        }
+    });
+  for (std::thread& th : threads) th.join();
+  CHECK(wrong == 0);
+  CHECK(failures == 0);
+  const std::vector<uint8_t> last = read_bytes(path);
+  CHECK((last == checkpoint_bytes(t.ckpt) || last == checkpoint_bytes(other)));
+  CHECK(leftovers(dir, "race.safetensors").empty());
+
+  // A check that fails stops the save: the earlier file stays, nothing is left aside.
+  CHECK_THROWS_WITH(save_checkpoint(path.string(), t.ckpt,
+                                    [](const std::string&) { throw std::runtime_error("read back differs"); }),
+                    Catch::Contains("read back differs"));
+  CHECK(read_bytes(path) == last);
+  CHECK(leftovers(dir, "race.safetensors").empty());
+
+  // Temporary files of a killed save (its process is gone) are removed by
+  // the next save of the same name; a running process's, and other names', stay.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);  // now no process has this id
+  const fs::path stale = dir / fmt::format(".race.safetensors.tmp-{}-a1B2c3", child);
+  const fs::path live = dir / fmt::format(".race.safetensors.tmp-{}-d4E5f6", ::getpid());
+  const fs::path unrelated = dir / fmt::format(".other.safetensors.tmp-{}-a1B2c3", child);
+  for (const fs::path& f : {stale, live, unrelated}) write_bytes(f, {1, 2, 3});
+  save_checkpoint(path.string(), t.ckpt);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(unrelated));
+}
+
+TEST_CASE("checkpoint: a folder or a pipe under a checkpoint's name, or too little room, is refused before training",
+          "[ch07][checkpoint]") {
+  const Trained t = trained_model();
+  const fs::path dir = scratch("targets");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "taken.safetensors");
+  const uint64_t bound = checkpoint_size_bound(t.ckpt.config, 200);
+  INFO("checkpoint_size_bound " << bound << " against the real size " << good_bytes(t).size());
+  CHECK(bound >= good_bytes(t).size());
+  CHECK(bound <= 2 * good_bytes(t).size() + 16384);
+  CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint-dir", {{(dir / "taken.safetensors").string(), bound}}),
+                    Catch::Contains("taken.safetensors' is a folder"));
+  REQUIRE(::mkfifo((dir / "pipe.safetensors").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint-dir", {{(dir / "pipe.safetensors").string(), bound}}),
+                    Catch::Contains("is not a regular file"));
+  CHECK_NOTHROW(require_checkpoint_targets("--checkpoint-dir", {{(dir / "free.safetensors").string(), bound}}));
+  // The room rule: the targets together and 1 MiB to spare.
+  CHECK(checkpoint_room_problem("d", 200 * 1024, 700 * 1024).find("has 200.0 KiB free, but the checkpoints this run "
+                                                                 "saves need about 700.0 KiB") != std::string::npos);
+  CHECK(checkpoint_room_problem("d", (1 << 20) + 700 * 1024, 700 * 1024).empty());
+  CHECK_FALSE(checkpoint_room_problem("d", (1 << 20) + 700 * 1024 - 1, 700 * 1024).empty());
+}
+
 TEST_CASE("checkpoint: a missing, empty, truncated or extended file is refused", "[ch07][checkpoint]") {
   const Trained t = trained_model();
   const std::vector<uint8_t> good = good_bytes(t);
@@ -371,6 +452,15 @@ TEST_CASE("checkpoint: a flipped bit in the configuration, a token, the note or 
     bad[at] ^= 0x01;
     require_refused(fmt::format("flip-{}.safetensors", at), bad, "corrupted");
   }
+  // The metadata's message names what it can: a key the book does not write
+  // (another writer added it without sealing again), or else a changed value.
+  require_refused("added-key.safetensors",
+                  edited(good, [](json& h, auto&) { h["__metadata__"]["author"] = "someone"; }, false),
+                  "it holds 'author', which the book does not write; a writer that adds metadata must record the "
+                  "CRC-32 of all of it again");
+  require_refused("changed-note.safetensors",
+                  edited(good, [](json& h, auto&) { h["__metadata__"]["note"] = "edited"; }, false),
+                  "one of its values was changed after it was saved");
 }
 
 TEST_CASE("checkpoint: another file type, another safetensors file or another format version is refused",

@@ -57,6 +57,14 @@ refuse 07-training "--corpus is empty: give a file" --corpus "" --no-plots
 refuse 07-training "--position-epochs 200 is more than --epochs 3" --position-epochs 200 --epochs 3 --no-plots
 refuse 07-training "--dropout must be a number in [0, 1), got '1'" --dropout 1 --no-plots
 refuse 07-training "--checkpoint-dir is empty: give a folder" --checkpoint-dir "" --no-plots
+# A checkpoint's name taken by a folder or a pipe: said before training.
+taken=$(mktemp -d)
+mkdir "$taken/reversal.safetensors"
+mkfifo "$taken/corpus-bi.safetensors"
+refuse 07-training "reversal.safetensors' is a folder, so the checkpoint cannot be saved under that name" \
+  --task reversal --checkpoint-dir "$taken" --no-plots
+refuse 07-training "corpus-bi.safetensors' is not a regular file" --task corpus --checkpoint-dir "$taken" --no-plots
+rm -rf "$taken"
 refuse 07-training-analyze "--checkpoint is empty: give a file" --checkpoint "" --no-plots
 refuse 07-training-bench "--torch-steps times the PyTorch twin, which runs only with --pytorch" --torch-steps 10
 refuse 07-training-bench "unknown option '--plots-dir'" --plots-dir /tmp

@@ -69,4 +69,7 @@ std::string rounding(double difference, double bound);
 // last one: a sum of a few hundred terms in another order stays under it.
 double rounding_bound(double scale);
 
+// A size in bytes as a reader reads it: "64.0 KiB", "512.0 MiB", "1.00 GiB".
+std::string bytes_str(double bytes);
+
 }  // namespace sa
