@@ -354,11 +354,11 @@ void show_rope_relative_property(uint64_t seed, const ModelConfig& cfg) {
     fmt::print("  {:>8}  {:>12.6f}  {:>36}\n", off, score(0, off), rounding(spread, bound));
   }
   say(fmt::format("Moving the pair along the sequence, the largest change of its score is {}, {}. Across "
-                  "the offsets the score runs from {:.4f} to {:.4f}: {}",
+                  "the {} offsets in the table the score runs from {:.4f} to {:.4f}: {}",
                   rounding(worst, bound),
                   worst <= bound ? "float32 rounding: the score depends on the offset, not on p"
                                  : "more than float32 rounding explains",
-                  lo, hi,
+                  offsets.size(), lo, hi,
                   hi - lo > 1e-3 * qk ? "the offset does reach the score, with no position table anywhere."
                                       : "for this q and k the offsets hardly differ."));
 }
