@@ -154,12 +154,12 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
                   "query block, every key block gives a ({}, {}) tile of scores; each query row keeps its m, its l "
                   "and its output so far, acc = sum of exp(x - m) v, all rescaled by exp(m_old - m_new) when m "
                   "grows. At the end, output = acc / l. With seq_len {} the last blocks hold only {} rows. Query "
-                  "{}, whose maximum grows at {} of the {} later key blocks, as often as any query's{}, after each "
-                  "key block:",
+                  "{}, whose maximum grows at {} of the {} later key blocks (no query's grows more often{}), after "
+                  "each key block:",
                   B, B, B, B, T, T % B, row, most.count, later_blocks,
                   others.empty() ? std::string()
-                                 : fmt::format(" ({} {} as often)", others.size() == 1 ? "query" : "queries",
-                                               and_list(others) + (others.size() == 1 ? " grows" : " grow"))));
+                                 : fmt::format("; {} {} with it", others.size() == 1 ? "query" : "queries",
+                                               and_list(others) + (others.size() == 1 ? " ties" : " tie"))));
   const float scale = 1.0f / std::sqrt(float(Small::d_k));
   float m = -kInf, l = 0;
   RowVector acc = RowVector::Zero(Small::d_k);
