@@ -93,6 +93,13 @@ book reset 3 attention >/dev/null
 cmp -s "$WORK/exercises/03-softmax/softmax.cpp" "$ROOT/tests/stubs/03-softmax/softmax.cpp" ||
   fail "a deleted function is restored in place: $(diff "$WORK/exercises/03-softmax/softmax.cpp" "$ROOT/tests/stubs/03-softmax/softmax.cpp")"
 
+# A file whose author removed sa/exercise.hpp (the stub's SA_TODO needs it)
+# gets it back with the stub.
+sed -i '/#include "sa\/exercise.hpp"/d; s|^  SA_TODO("focus",|  return 0.0;\n&|' "$WORK/exercises/03-softmax/softmax.cpp"
+book reset 3 focus >/dev/null
+grep -q '^#include "sa/exercise.hpp"' "$WORK/exercises/03-softmax/softmax.cpp" ||
+  fail "reset puts back the header the stub needs"
+
 # ---- refusals: one line on stderr, status 2, nothing on stdout
 refused() {  # expected text, arguments...
   local want="$1" rc=0; shift
