@@ -20,8 +20,8 @@ Tensor4 split_heads(const Matrix& X, int64_t batch, int64_t n_heads) {
   // that every (sequence, head) becomes its own (seq, d_k) matrix. Refuse sizes
   // that do not divide evenly.
   SA_TODO("split_heads",
-          "nothing is computed: rectangles of X move into the views of a Tensor4 (more: ./book hint 4 "
-          "split_heads)");
+          "nothing is computed: rectangles of X move into the views of a Tensor4 "
+          "(more: ./book hint 4 split_heads)");
 }
 
 Matrix combine_heads(const Tensor4& heads) {
@@ -36,8 +36,8 @@ MultiHead multi_head_attention(const Matrix& X_q, const Matrix& X_kv, int64_t ba
   // (sequence, head) with `head` or chapter 3's attention, combine, and
   // project with W_o. Refuse what the header lists.
   SA_TODO("multi_head_attention",
-          "your split_heads and combine_heads around one attention per head; W_o last (more: ./book hint 4 "
-          "multi_head_attention)");
+          "your split_heads and combine_heads around one attention per head; W_o last "
+          "(more: ./book hint 4 multi_head_attention)");
 }
 
 }  // namespace sa

@@ -27,8 +27,8 @@ std::vector<Mask> padding_masks(const std::vector<int64_t>& lengths, int64_t seq
   // TODO: one mask per sequence of the batch: no query may attend to a padding
   // key, that is a key at or after the sequence's length.
   SA_TODO("padding_masks",
-          "a key is allowed when its index is below the sequence's length; refuse impossible lengths (more: "
-          "./book hint 5 padding_masks)");
+          "a key is allowed when its index is below the sequence's length; refuse impossible lengths "
+          "(more: ./book hint 5 padding_masks)");
 }
 
 Mask mask_and(const Mask& a, const Mask& b) {
@@ -40,7 +40,8 @@ Attention masked_attention(const Matrix& Q, const Matrix& K, const Matrix& V, co
   // TODO: chapter 3's attention, with your apply_mask between the scaled scores
   // and softmax.
   SA_TODO("masked_attention",
-          "chapter 3's attention with one more step before softmax (more: ./book hint 5 masked_attention)");
+          "chapter 3's attention with one more step before softmax "
+          "(more: ./book hint 5 masked_attention)");
 }
 
 }  // namespace sa

@@ -26,8 +26,8 @@ DropoutResult dropout(const Matrix& x, double p, Generator& gen) {
   // expected value is unchanged; return the output and the keep mask. Draw
   // exactly as the comment at the top of this file says.
   SA_TODO("dropout",
-          "one uniform draw per element, in row-major order; p = 0 and p = 1 draw nothing (more: ./book hint 6 "
-          "dropout)");
+          "one uniform draw per element, in row-major order; p = 0 and p = 1 draw nothing "
+          "(more: ./book hint 6 dropout)");
 }
 
 Matrix dropout_backward(const Matrix& d_out, const Mask& keep, double p) {

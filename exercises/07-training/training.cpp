@@ -19,8 +19,8 @@ void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const Lay
   // TODO: the gradients of gamma and beta (sums over the rows), and dX, which
   // has to account for each x moving its row's mean and variance too.
   SA_TODO("layernorm_backward",
-          "gamma and beta: column sums; dX: a direct term and two corrections per row (more: ./book hint 7 "
-          "layernorm_backward)");
+          "gamma and beta: column sums; dX: a direct term and two corrections per row "
+          "(more: ./book hint 7 layernorm_backward)");
 }
 
 void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, int64_t batch, int64_t n_heads,
@@ -32,7 +32,8 @@ void attention_backward(const Matrix& QKV, const Matrix& P, const Matrix& dO, in
   // (dropout && dropout->active()) the forward multiplied V by
   // dropout->P_drop: go back through chapter 6's dropout_backward too.
   SA_TODO("attention_backward",
-          "three steps back: the weighted sum, the softmax, the scores (more: ./book hint 7 attention_backward)");
+          "three steps back: the weighted sum, the softmax, the scores "
+          "(more: ./book hint 7 attention_backward)");
 }
 
 void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& targets, Matrix& dlogits) {
@@ -40,8 +41,8 @@ void cross_entropy_backward(const Matrix& probs, const std::vector<int64_t>& tar
   // probabilities minus the one-hot target, averaged over the rows that
   // count; rows with target kIgnore get zeros.
   SA_TODO("cross_entropy_backward",
-          "probabilities minus the one-hot target, divided by the number of counted rows (more: ./book hint 7 "
-          "cross_entropy_backward)");
+          "probabilities minus the one-hot target, divided by the number of counted rows "
+          "(more: ./book hint 7 cross_entropy_backward)");
 }
 
 void adam_step(std::span<float> param, std::span<const float> grad, std::span<float> m, std::span<float> v, int64_t t,

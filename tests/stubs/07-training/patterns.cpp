@@ -15,8 +15,8 @@ PatternStats attention_pattern(const Matrix& weights, int64_t window) {
   // patterns.hpp: entropy and focus reuse chapter 3's row_entropy and focus,
   // diagonal and local are new.
   SA_TODO("attention_pattern",
-          "two numbers come from chapter 3, two are sums over the diagonal and a band around it (more: ./book "
-          "hint 7 attention_pattern)");
+          "two numbers come from chapter 3, two are sums over the diagonal and a band around it "
+          "(more: ./book hint 7 attention_pattern)");
 }
 
 }  // namespace sa

@@ -21,8 +21,8 @@ TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V
   // unnormalised output per query row (online softmax a block at a time);
   // no (seq_q, seq_k) matrix.
   SA_TODO("tiled_attention",
-          "per query block: walk the key blocks, rescale what you have when the maximum grows (more: ./book "
-          "hint 8 tiled_attention)");
+          "per query block: walk the key blocks, rescale what you have when the maximum grows "
+          "(more: ./book hint 8 tiled_attention)");
 }
 
 AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const TiledAttention& fwd,
@@ -30,8 +30,8 @@ AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const 
   // TODO: the gradients block by block, rebuilding each block's weights from
   // the forward's lse instead of storing them.
   SA_TODO("tiled_attention_backward",
-          "weights from exp(score - lse); then the attention backward a block at a time (more: ./book hint 8 "
-          "tiled_attention_backward)");
+          "weights from exp(score - lse); then the attention backward a block at a time "
+          "(more: ./book hint 8 tiled_attention_backward)");
 }
 
 }  // namespace sa
