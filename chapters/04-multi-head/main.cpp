@@ -38,7 +38,7 @@ struct Options {
   int64_t batch = 2;
 };
 
-// The seed's cross-attention example: a decoder's 10 positions looking at an
+// The chapter's cross-attention example: a decoder's 10 positions looking at an
 // encoder's 50.
 constexpr int64_t kCrossQueries = 10;
 constexpr int64_t kCrossKeys = 50;
@@ -387,9 +387,8 @@ void run(int argc, char** argv) {
   say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} keys can have) and focus, the mean "
                   "largest weight (1/{} = {:.4f} for uniform rows, 1 for one-hot). The last row but one is "
                   "chapter 3's single attention over all {} columns, for comparison. Untrained, the weights "
-                  "are drawn at random, so whatever differs between heads is chance. Training is what makes them specialise: the "
-                  "source report measured, after 20 epochs, one head's entropy falling by 64% while its focus "
-                  "rose by 125%, and another head becoming more uniform instead. Chapter 7 trains.",
+                  "are drawn at random, so whatever differs between heads is chance. Training is what makes them specialise: "
+                  "chapter 7 trains heads like these and measures how far their entropy falls.",
                   seq_len, log_n, seq_len, seq_len, 1.0 / double(seq_len), d_model));
 
   // ---------------------------------------------------------------------

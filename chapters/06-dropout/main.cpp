@@ -40,7 +40,7 @@ constexpr int64_t kDK = 64;
 constexpr int64_t kSweepDraws = 1000;  // draws of the 6 x 6 weights per p in step 5
 
 struct Options {
-  double p = 0.1;  // the usual rate on attention weights (GPT-2, BERT, the seeds' default)
+  double p = 0.1;  // the usual rate on attention weights (GPT-2 and BERT use it)
   int64_t draws = 100000;
 };
 

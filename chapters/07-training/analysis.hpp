@@ -115,7 +115,7 @@ inline std::vector<plot::Heatmap> heatmap_panels(const TinyTransformer& model, i
   return panels;
 }
 
-// One line of the pattern analyzer's table: the source material's four numbers with a
+// One line of the pattern analyzer's table: the four numbers of patterns.hpp with a
 // window of 3 and the class they give, then the window-1 variant.
 inline void print_analyzer_row(const std::string& who, const std::string& when, const Matrix& P) {
   const PatternStats st = attention_pattern(P, 3), near = attention_pattern(P, 1);

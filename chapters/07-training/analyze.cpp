@@ -1,12 +1,12 @@
 // Chapter 7's analysis command: load a checkpoint the chapter program saved
-// and show the attention of one head on a text of your choice (the source material's
+// and show the attention of one head on a text of your choice (options
 // `--checkpoint --text --layer --head`):
 //
 //   07-training-analyze --checkpoint build/checkpoints/corpus-causal.safetensors
 //                       --text "the cat sat on the mat" --layer 0 --head 1
 //
 // It prints what the checkpoint holds, the head's weights, the model's next
-// token after every position, the source material's pattern numbers and class against
+// token after every position, the pattern analyzer's numbers and class against
 // the uniform baseline, and the strongest links; it draws the head as a
 // heatmap, every head of the layer as a grid, and the head as a flow
 // diagram. Layers and heads are numbered from 1, as the chapter prints them.

@@ -155,7 +155,7 @@ std::optional<PyTorchStep> pytorch_step(int64_t steps) {
 void run(int argc, char** argv) {
   int64_t steps = 200, epochs = 5, max_epochs = 40, torch_steps = 40;
   bool pytorch = false;
-  Cli cli("07-training", "Benchmark of chapter 7's training on the reversal task (the source material's setup: d_model 32, "
+  Cli cli("07-training", "Benchmark of chapter 7's training on the reversal task (task 1's model: d_model 32, "
                          "4 heads, 2 layers, batch 128, 5000 samples).",
           "07-training-bench");
   cli.add("--steps", &steps, "training steps timed for the step median", IntRange{5, 100000});

@@ -40,9 +40,8 @@
 
 namespace sa {
 
-// The source material trains its corpus models with attention dropout 0.1
-// (chapter 7's task 2 and chapter 8's KV-cache model); the reversal task,
-// from another source, trains without.
+// The corpus models train with attention dropout 0.1 (chapter 7's task 2
+// and chapter 8's KV-cache model); the reversal task trains without.
 inline constexpr double kCorpusDropout = 0.1;
 
 inline constexpr std::string_view kEndToken = ".";

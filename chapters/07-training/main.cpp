@@ -1,6 +1,6 @@
 // Chapter 7: training a tiny transformer, every backward pass by hand.
 //
-// Trains the source material's model on sequence reversal: shows the task and the
+// Trains the chapter's model on sequence reversal: shows the task and the
 // model, one training step taken apart (loss, every gradient, a
 // finite-difference spot check, what Adam's first step does), the training
 // run one line per epoch, and what the trained attention heads do: the

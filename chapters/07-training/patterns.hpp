@@ -4,15 +4,15 @@
 // For the weights P (seq_q, seq_k) of one head (every row sums to 1):
 //   entropy    mean over rows of −Σ_j P_ij ln P_ij           (chapter 3's row_entropy)
 //              0 for one-hot rows, ln n for rows uniform over n keys
-//   focus      mean over rows of max_j P_ij                   (chapter 3's focus; the
-//              seed calls it concentration) 1/n uniform, 1 one-hot
+//   focus      mean over rows of max_j P_ij                   (chapter 3's focus; also
+//              called concentration) 1/n uniform, 1 one-hot
 //   diagonal   mean over i of P_ii: how much a token attends to itself
 //   local      mean over rows of Σ_{|j − i| <= window} P_ij: how much weight
-//              stays within `window` positions (the source material's window: 3)
+//              stays within `window` positions (3 by default)
 //
 // Solutions in solutions/07-training/patterns.cpp; the exercise is
 // exercises/07-training/patterns.cpp. classify_pattern is written out below:
-// it is the seed's rule, not something to derive.
+// it is a rule of thumb with fixed thresholds, not something to derive.
 #pragma once
 
 #include "sa/tensor.hpp"
@@ -35,7 +35,7 @@ struct PatternStats {
 // refused with std::invalid_argument.
 PatternStats attention_pattern(const Matrix& weights, int64_t window = 3);
 
-// The seed's classes, tested in this order (the first that holds wins):
+// The classes, tested in this order (the first that holds wins):
 //   self-focused       diagonal > 0.7
 //   locally focused    local > 0.8
 //   concentrated       focus > 0.5 and entropy < 1.0

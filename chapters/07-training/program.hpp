@@ -1,6 +1,6 @@
 // Chapter 7's program: what its three tasks share. main.cpp reads the
 // options and runs the tasks in order; each task lives in a file of its own:
-//   task_reversal.cpp  task 1, sequence reversal (the source material's setup)
+//   task_reversal.cpp  task 1, sequence reversal (the chapter's model)
 //   task_corpus.cpp    task 2, next-word prediction on a sentence corpus
 //   task_pooling.cpp   task 3, attention pooling: a sentence classifier
 #pragma once

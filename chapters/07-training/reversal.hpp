@@ -34,7 +34,7 @@ namespace sa {
 struct ReversalTask {
   static constexpr int64_t kPad = 0;
   static constexpr int64_t kSep = 1;
-  int64_t digits = 6;  // tokens to reverse (the seed's seq_len)
+  int64_t digits = 6;  // tokens to reverse (the input's length)
   int64_t vocab = 16;
 
   int64_t sample_len() const { return 2 * digits + 1; }  // a..f SEP f..a
@@ -54,8 +54,8 @@ struct ReversalData {
   }
 };
 
-// The seed's generate_reversal_data: one torch.randint(2, vocab, (digits,))
-// per sample, so the C++ and the twin draw the same samples from one seed.
+// The samples as the PyTorch twin (tests/reference/ch07_training.py) draws
+// them: one torch.randint(2, vocab, (digits,)) per sample, so the C++ and the twin draw the same samples from one seed.
 inline ReversalData make_reversal_data(Generator& gen, int64_t count, const ReversalTask& task) {
   task.validate();
   ReversalData data;
@@ -115,7 +115,7 @@ inline Score evaluate(TinyTransformer& model, const ReversalData& data, const Re
 // How much of each head's attention follows the reversal. For a query p in
 // the reversed half, the head's largest weight can fall on
 //  - the mirror position 2 digits − p: the input position that holds the
-//    same token as the query (the source material's check; queries digits+1 .. 2 digits−1),
+//    same token as the query (the check that first comes to mind; queries digits+1 .. 2 digits−1),
 //  - the source position 2 digits − 1 − p: the token the query must write
 //    next (queries digits .. 2 digits − 1).
 struct HeadScore {

@@ -1,6 +1,6 @@
 // Chapter 7, task 2: next-token prediction on a small sentence corpus with
 // three models (one head or several, bidirectional or causal), what training
-// did to each head, and the source material's pattern analyzer over them.
+// did to each head, and the pattern analyzer over them.
 #include "07-training/analysis.hpp"
 #include "07-training/checkpoint.hpp"
 #include "07-training/corpus.hpp"
@@ -54,7 +54,7 @@ std::string percent_change(double before, double after) {
 
 // ===========================================================================
 // Task 2: next-token prediction on a small sentence corpus, and
-// the source material's pattern analyzer over every head.
+// the pattern analyzer over every head.
 // ===========================================================================
 
 // One of the three models of task 2, with what the tables and figures need.
@@ -414,7 +414,7 @@ std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpu
     fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", m.name, c.d_k(),
                c.causal ? "causal" : "none (all keys)", parameter_count(m.model->params));
   }
-  say(fmt::format("The source material's three setups, on the model of task 1 with one block: token and position "
+  say(fmt::format("Three setups, on the model of task 1 with one block: token and position "
                   "embeddings, one pre-norm block (attention, then the feed-forward), the head. The two "
                   "{}-head models start from identical weights and see identical batches; only the mask "
                   "differs. For a sentence of {} tokens the masks are:",
@@ -426,8 +426,8 @@ std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpu
   print_labelled("bidirectional: every query sees every key", full, labels, labels, {.precision = 0});
   print_labelled("causal: query i sees keys 0..i (chapter 5)", lower, labels, labels, {.precision = 0});
   say("With a next-token loss, the bidirectional mask hands position i the very word it must predict: it sits "
-      "at key i + 1. The source material trains bidirectional models this way; we do the same, and then check what they "
-      "learned.");
+      "at key i + 1. Such models are easily trained this way by mistake; this program does it on purpose, and then "
+      "checks what they learned.");
   for (CorpusModel& m : models) m.untrained = weights_on(*m.model, text_ids);
   return models;
 }
@@ -440,8 +440,7 @@ void step_training_the_models(const Options& o, const Corpus& corpus, const Corp
                   "held-out sentences, the whole sentence in the input (as in training), dropout off.",
                   o.corpus_epochs, split.train.size(), o.corpus_batch, o.corpus_lr,
                   o.corpus_dropout() > 0
-                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's, the source "
-                                    "material's setting)", o.corpus_dropout())
+                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's)", o.corpus_dropout())
                       : "no attention dropout (--dropout 0)",
                   o.corpus_dropout() > 0 ? ", as training sees it (with dropout)" : "", split.held_out.size()));
   for (CorpusModel& m : models) {
@@ -541,7 +540,7 @@ void step_bidirectional_cheats(const std::vector<CorpusModel>& models, const Cor
 // tallest bar of every head, before and after training.
 void print_entropy_focus_table(const std::vector<CorpusModel>& models, int64_t n) {
   say("Entropy (mean over the queries of -sum_j a_j ln a_j, nats) and focus (mean of each query's largest "
-      "weight), before and after training, as in the source material's tables, and the tallest bar of the head's "
+      "weight), before and after training, and the tallest bar of the head's "
       "surface (its largest weight, leaving out a causal head's first query, whose 1 the mask forces):");
   fmt::print("  {:<26} {:>4}   {:^26}   {:^26}   {:>15}\n", "", "", "entropy (nats)", "focus", "tallest bar");
   fmt::print("  {:<26} {:>4}   {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}   {:>8} {:>8}\n", "model", "head", "before",
@@ -713,7 +712,7 @@ void say_what_local_focus_tells(const std::vector<CorpusModel>& models, int64_t 
 
 // Step "The pattern analyzer over every head".
 void step_pattern_analyzer(const std::vector<CorpusModel>& models, int64_t n) {
-  say("Four numbers per head on the same sentence, and a class from the source material's thresholds, tested in this "
+  say("Four numbers per head on the same sentence, and a class from fixed thresholds, tested in this "
       "order: self-focused if diagonal > 0.7; locally focused if local > 0.8 (local: the weight within 3 "
       "positions of the query); concentrated if focus > 0.5 and entropy < 1.0; distributed if entropy > 2.0; "
       "mixed otherwise. The last two columns repeat local and the class with a window of 1. The uniform rows "

@@ -54,7 +54,8 @@ void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& 
   }
   Generator gen(cli.seed);
   PoolingClassifier model(gen, corpus.vocab.size(), corpus.max_len(), kPoolingD, int64_t(kSubjects.size()));
-  print_shape("tok, pos", {corpus.vocab.size(), kPoolingD}, "(vocab, d) and (max_len, d), nn.Embedding");
+  print_shape("tok", {corpus.vocab.size(), kPoolingD}, "(vocab, d), nn.Embedding");
+  print_shape("pos", {corpus.max_len(), kPoolingD}, "(max_len, d), nn.Embedding");
   print_shape("q", {1, kPoolingD}, "the learned query, N(0, 1)");
   print_shape("head W", {kPoolingD, int64_t(kSubjects.size())}, "nn.Linear(d, classes)");
   const double before = pooling_accuracy(model, corpus, held_out);

@@ -1,4 +1,4 @@
-// Chapter 7, task 1: the source material's model trained to reverse a
+// Chapter 7, task 1: the chapter's model trained to reverse a
 // sequence: the task and the model, one training step taken apart (loss,
 // every gradient, a finite-difference spot check, what Adam's first step
 // does), the training run one line per epoch, and what the trained heads do.
@@ -324,11 +324,11 @@ void show_rope_relative_property(uint64_t seed, const ModelConfig& cfg) {
     fmt::print("  {:>8}  {:>12.6f}  {:>36}\n", off, score(0, off), rounding(spread, bound));
   }
   say(fmt::format("Moving the pair along the sequence, the largest change of its score is {}, {}. Across "
-                  "the offsets the score runs from {:.4f} to {:.4f}: {}",
+                  "the {} offsets in the table the score runs from {:.4f} to {:.4f}: {}",
                   rounding(worst, bound),
                   worst <= bound ? "float32 rounding: the score depends on the offset, not on p"
                                  : "more than float32 rounding explains",
-                  lo, hi,
+                  offsets.size(), lo, hi,
                   hi - lo > 1e-3 * qk ? "the offset does reach the score, with no position table anywhere."
                                       : "for this q and k the offsets hardly differ."));
 }
@@ -761,7 +761,7 @@ std::vector<EpochRecord> step_training(const Options& o, const ReversalSetup& se
 // largest weight falls on the mirror position and on the source position.
 void print_head_scores(const std::vector<HeadScore>& heads, int64_t D, int64_t test_count) {
   say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
-                  "position {} - p (the input token equal to the query's own, the source material's check), or on the "
+                  "position {} - p (the input token equal to the query's own, the check that first comes to mind), or on the "
                   "source position {} - p (the token the query has to write next)? Over all {} held-out "
                   "samples:",
                   2 * D, 2 * D - 1, test_count));

@@ -13,7 +13,8 @@
 //     log-sum-exp instead of storing them;
 //   - a key/value cache for generation, so a new token costs one row of
 //     attention, not a whole new matrix;
-//   - two cheaper approximations: local (sliding-window) attention and
+//   - two cheaper attentions, each different from the full one rather than an
+//     approximation of it: local (sliding-window) attention and
 //     linear attention.
 #pragma once
 
@@ -119,7 +120,9 @@ void kv_append(KVCache& cache, const RowVector& k, const RowVector& v);
 RowVector kv_attend(const KVCache& cache, const RowVector& q);
 
 // ---------------------------------------------------------------------------
-// Cheaper attentions (approximations, not equal to full attention)
+// Cheaper attentions: each a different attention from the full one (local
+// attention sees fewer keys, linear attention weighs them differently), not
+// an approximation of it
 
 // Causal sliding-window mask (seq_len, seq_len): query i sees keys
 // i-window+1 .. i, at most `window` of them. window >= seq_len is the causal

@@ -19,7 +19,7 @@ namespace sa::ch8 {
 
 namespace {
 
-// Chapter 7's causal corpus model: one block, d_model 64, 4 heads.
+// A causal model of the shape of chapter 7's corpus models: one block, d_model 64, 4 heads.
 ModelConfig corpus_model_config(const Corpus& corpus, int64_t max_seq) {
   ModelConfig c;
   c.vocab = corpus.vocab.size();
@@ -105,16 +105,19 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
   const double t0 = measure::seconds_now();
   Generator masks(seed + 1);
   train_on_corpus(model, gen, masks, corpus);
-  fmt::print("  chapter 7's causal corpus model ({} block, d_model {}, {} heads, {} positions) trained as in chapter "
-             "7, 20 epochs, attention dropout {}: {:.2f} s\n",
-             cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.max_seq, kCorpusDropout, measure::seconds_now() - t0);
+  fmt::print("  a causal model of the shape of chapter 7's corpus models ({} block, d_model {}, {} heads, {} positions), "
+             "trained here on all {} sentences (chapter 7 holds some out) from this program's seed, 20 epochs, "
+             "attention dropout {}: {:.2f} s\n",
+             cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.max_seq, corpus.sentences.size(), kCorpusDropout,
+             measure::seconds_now() - t0);
   print_shape("per block and head: KVCache K, V", {cfg.max_seq, cfg.d_k()}, "(capacity, d_k), rows 0..size-1 in use");
 
   const std::vector<int64_t> prompt = corpus.vocab.ids({"the", "cat"});
   const int64_t new_tokens = cfg.max_seq - int64_t(prompt.size());
   const std::vector<int64_t> scratch = generate_from_scratch(model, prompt, new_tokens);
   const std::vector<int64_t> cached = generate_with_cache(model, prompt, new_tokens);
-  fmt::print("  prompt \"the cat\", {} tokens more, the most likely one each time:\n", new_tokens);
+  fmt::print("  prompt \"the cat\", {} tokens more, the most likely one each time (shown up to the sentence's end):\n",
+             new_tokens);
   fmt::print("    from scratch:    {}\n", words(corpus, scratch));
   fmt::print("    with the cache:  {}\n", words(corpus, cached));
   fmt::print("  the same tokens: {}\n", scratch == cached ? "yes" : "NO");

@@ -111,13 +111,17 @@ void online_softmax_demo(const Small& small, Figures& figures) {
   });
 }
 
-// The query row of the small example whose running maximum grows in the
-// most key blocks (the last such row on a tie): the one that shows the
-// rescaling best.
-int64_t row_with_most_rescales(const Small& small) {
+// The query rows of the small example whose running maximum grows in the
+// most key blocks, the ones that show the rescaling best: every such row
+// (a tie is common) and how many blocks that is. The demo shows the last.
+struct MostRescales {
+  std::vector<int64_t> rows;
+  int64_t count = 0;
+};
+MostRescales rows_with_most_rescales(const Small& small) {
   constexpr int64_t T = Small::seq_len, B = Small::block;
   const Matrix S = small.Q * small.K.transpose();
-  int64_t best = T - 1, best_count = -1;
+  MostRescales best{{}, -1};
   for (int64_t r = 0; r < T; ++r) {
     int64_t count = 0;
     float m = S.row(r).head(B).maxCoeff();
@@ -126,23 +130,36 @@ int64_t row_with_most_rescales(const Small& small) {
       count += block_max > m;
       m = std::max(m, block_max);
     }
-    if (count >= best_count) {
-      best = r;
-      best_count = count;
-    }
+    if (count > best.count) best = {{}, count};
+    if (count == best.count) best.rows.push_back(r);
   }
   return best;
 }
 
+// "2 and 5", "2, 5 and 7": the rows that tie with the one shown.
+std::string and_list(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + std::to_string(v[i]);
+  return s;
+}
+
 void tiled_forward_demo(const Small& small, const Large& large, const Options& o) {
   constexpr int64_t T = Small::seq_len, B = Small::block;
-  const int64_t row = row_with_most_rescales(small);
+  const MostRescales most = rows_with_most_rescales(small);
+  const int64_t row = most.rows.back();
+  const std::vector<int64_t> others(most.rows.begin(), most.rows.end() - 1);
+  const int64_t later_blocks = (T + B - 1) / B - 1;
   say(fmt::format("Online softmax a tile at a time: query rows in blocks of {}, key rows in blocks of {}. For each "
                   "query block, every key block gives a ({}, {}) tile of scores; each query row keeps its m, its l "
                   "and its output so far, acc = sum of exp(x - m) v, all rescaled by exp(m_old - m_new) when m "
                   "grows. At the end, output = acc / l. With seq_len {} the last blocks hold only {} rows. Query "
-                  "{} (its maximum grows the most often) after each key block:",
-                  B, B, B, B, T, T % B, row));
+                  "{}, whose maximum grows at {} of the {} later key blocks (no query's grows more often{}), after "
+                  "each key block:",
+                  B, B, B, B, T, T % B, row, most.count, later_blocks,
+                  others.empty() ? std::string()
+                                 : fmt::format("; {} {} with it", others.size() == 1 ? "query" : "queries",
+                                               and_list(others) + (others.size() == 1 ? " ties" : " tie"))));
   const float scale = 1.0f / std::sqrt(float(Small::d_k));
   float m = -kInf, l = 0;
   RowVector acc = RowVector::Zero(Small::d_k);

@@ -11,28 +11,32 @@
 namespace sa {
 
 Matrix embed(const Matrix& table, const std::vector<int64_t>& ids) {
-  // TODO: copy row ids[i] of table into row i of a (ids.size(), table.cols()) matrix.
+  // TODO: the embedding of each id: row ids[i] of the table becomes row i of the
+  // result. Refuse an id that names no row (the header says with what).
   SA_TODO("embed",
-          "X.row(i) = table.row(ids[i]); throw std::out_of_range when an id is < 0 or >= table.rows()");
+          "one row of the table per id, in order; an id outside the table is refused "
+          "(more: ./book hint 1 embed)");
 }
 
 Matrix positional_encoding(int64_t seq_len, int64_t d_model) {
-  // TODO: fill a (seq_len, d_model) matrix with sines (even columns) and cosines (odd columns).
+  // TODO: a (seq_len, d_model) table of sines and cosines: each pair of columns
+  // shares one frequency, and the angle grows with the position (the header
+  // has the formula).
   SA_TODO("positional_encoding",
-          "columns j and j+1 (j even) share the angle pos / 10000^(j / d_model); compute it in double, "
-          "then sin for even j and cos for odd j");
+          "even columns hold sines, odd columns cosines of pos / 10000^(2i / d_model) "
+          "(more: ./book hint 1 positional_encoding)");
 }
 
 Matrix linear(const Matrix& X, const Linear& layer) {
-  // TODO: return X * W, plus the bias b on every row when the layer has one.
+  // TODO: X times the layer's weights, plus its bias on every row when it has one.
   SA_TODO("linear",
-          "Matrix Y = X * layer.W; if (layer.b) Y.rowwise() += *layer.b; refuse X.cols() != layer.d_in() "
-          "with std::invalid_argument");
+          "a matrix product, then the bias broadcast over the rows; refuse widths that do not fit "
+          "(more: ./book hint 1 linear)");
 }
 
 QKV project_qkv(const Matrix& X, const Linear& W_q, const Linear& W_k, const Linear& W_v) {
-  // TODO: the three projections of the same X.
-  SA_TODO("project_qkv", "three calls to your linear(): {linear(X, W_q), linear(X, W_k), linear(X, W_v)}");
+  // TODO: Q, K and V: three projections of the same X, each with your linear().
+  SA_TODO("project_qkv", "your linear(), once per projection (more: ./book hint 1 project_qkv)");
 }
 
 }  // namespace sa

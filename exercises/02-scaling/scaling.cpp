@@ -12,19 +12,20 @@
 namespace sa {
 
 Matrix scaled_scores(const Matrix& Q, const Matrix& K) {
-  // TODO: the (seq_q, seq_k) matrix Q Kᵀ divided by sqrt(d_k), where d_k = Q.cols().
+  // TODO: every query's dot product with every key, divided by the square root of
+  // the key width (the chapter measures why).
   SA_TODO("scaled_scores",
-          "refuse Q.cols() != K.cols() with std::invalid_argument; then Matrix scores = Q * K.transpose(); "
-          "divide by float(std::sqrt(double(d_k)))");
+          "one matrix product of Q with K transposed, then the division; refuse widths that differ "
+          "(more: ./book hint 2 scaled_scores)");
 }
 
 DotStats dot_product_stats(Generator& gen, int64_t d_k, int64_t samples) {
-  // TODO: draw q and k, take one dot product per row, and return the mean and
-  // unbiased variance of the dot products, raw and divided by sqrt(d_k).
+  // TODO: draw the random queries and keys as PyTorch does (the header says in
+  // which order), take one dot product per sample, and return the mean and
+  // the unbiased variance of those dot products, raw and scaled.
   SA_TODO("dot_product_stats",
-          "refuse d_k < 1 or samples < 2 (std::invalid_argument); q = gen.randn(samples, d_k), THEN "
-          "k = gen.randn(samples, d_k); sum q(s,j)*k(s,j) in double; variance divides by samples - 1; "
-          "scaled: mean / sqrt(d_k), variance / d_k");
+          "the statistics the chapter's step on scaling prints; refuse too few samples or d_k < 1 "
+          "(more: ./book hint 2 dot_product_stats)");
 }
 
 }  // namespace sa

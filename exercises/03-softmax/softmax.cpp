@@ -14,33 +14,40 @@
 namespace sa {
 
 Matrix softmax_rows(const Matrix& scores) {
-  // TODO: for every row, subtract the row's maximum, exponentiate, divide by the row's sum.
+  // TODO: turn every row of scores into weights that are positive and sum to 1,
+  // without overflowing exp(); a masked (-inf) score gets weight 0.
   SA_TODO("softmax_rows",
-          "refuse NaN and +inf with std::invalid_argument; m = row max; if m is -inf the row is all zeros; "
-          "else w_j = exp(x_j - m) / sum_k exp(x_k - m) (exp(-inf) = 0 is the masked weight)");
+          "subtract each row's maximum before exp(); a row with no finite score becomes zeros "
+          "(more: ./book hint 3 softmax_rows)");
 }
 
 Matrix softmax_backward(const Matrix& P, const Matrix& dP) {
-  // TODO: the vector-Jacobian product of softmax, row by row, without building the Jacobian.
+  // TODO: the gradient of the scores from the gradient of the weights (P = the
+  // forward's weights), row by row, without building the Jacobian.
   SA_TODO("softmax_backward",
-          "for each row: s = sum_j P(i,j) * dP(i,j); then dX(i,j) = P(i,j) * (dP(i,j) - s)");
+          "each row needs one extra number: the dot product of P's row with dP's row "
+          "(more: ./book hint 3 softmax_backward)");
 }
 
 Attention attention(const Matrix& Q, const Matrix& K, const Matrix& V) {
-  // TODO: weights = softmax of chapter 2's scaled scores; output = weights times V.
+  // TODO: scaled dot-product attention: chapter 2's scaled_scores, then your
+  // softmax_rows, then the weighted average of the value rows.
   SA_TODO("attention",
-          "Attention a; a.weights = softmax_rows(scaled_scores(Q, K)); a.output = a.weights * V; return a;");
+          "the weights come from two functions you already have; the output mixes V's rows with them "
+          "(more: ./book hint 3 attention)");
 }
 
 std::vector<double> row_entropy(const Matrix& weights) {
-  // TODO: H_i = -sum_j w_ij log w_ij for every row, in nats (natural log).
+  // TODO: the entropy of every row of weights, in nats: how spread out the row is.
   SA_TODO("row_entropy",
-          "accumulate in double and skip entries equal to 0 (0 * log 0 is taken as 0, computing it gives NaN)");
+          "minus the sum of w log w over the row, natural log; a weight of 0 adds 0 "
+          "(more: ./book hint 3 row_entropy)");
 }
 
 double focus(const Matrix& weights) {
-  // TODO: the average over rows of each row's largest weight.
-  SA_TODO("focus", "sum weights.row(i).maxCoeff() over the rows, divide by weights.rows()");
+  // TODO: one number for the matrix: the average over rows of the row's largest
+  // weight.
+  SA_TODO("focus", "average each row's largest weight (more: ./book hint 3 focus)");
 }
 
 }  // namespace sa

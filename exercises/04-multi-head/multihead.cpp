@@ -16,28 +16,28 @@
 namespace sa {
 
 Tensor4 split_heads(const Matrix& X, int64_t batch, int64_t n_heads) {
-  // TODO: refuse bad sizes, then copy each (sequence, head) rectangle of X into its own view.
+  // TODO: cut X's columns into n_heads blocks and each sequence's rows apart, so
+  // that every (sequence, head) becomes its own (seq, d_k) matrix. Refuse sizes
+  // that do not divide evenly.
   SA_TODO("split_heads",
-          "throw std::invalid_argument unless batch >= 1, n_heads >= 1, X.rows() % batch == 0 and "
-          "X.cols() % n_heads == 0; then seq = X.rows() / batch, d_k = X.cols() / n_heads, "
-          "Tensor4 T(batch, n_heads, seq, d_k) and T.view(b, h) = X.block(b * seq, h * d_k, seq, d_k)");
+          "nothing is computed: rectangles of X move into the views of a Tensor4 "
+          "(more: ./book hint 4 split_heads)");
 }
 
 Matrix combine_heads(const Tensor4& heads) {
-  // TODO: the inverse of split_heads: every head back into its column block.
-  SA_TODO("combine_heads",
-          "Matrix X(heads.batch() * heads.seq(), heads.heads() * heads.dim()); "
-          "X.block(b * seq, h * d_k, seq, d_k) = heads.view(b, h) for every b and h");
+  // TODO: the inverse of split_heads: every head's matrix back into its column
+  // block.
+  SA_TODO("combine_heads", "split_heads with the copying the other way round (more: ./book hint 4 combine_heads)");
 }
 
 MultiHead multi_head_attention(const Matrix& X_q, const Matrix& X_kv, int64_t batch, const AttentionParams& params,
                                int64_t n_heads, const HeadAttention& head) {
-  // TODO: project, split, attend per (sequence, head), combine, project with W_o.
+  // TODO: project with chapter 1's linear, split into heads, attend in every
+  // (sequence, head) with `head` or chapter 3's attention, combine, and
+  // project with W_o. Refuse what the header lists.
   SA_TODO("multi_head_attention",
-          "Q = linear(X_q, W_q), K and V = linear(X_kv, W_k / W_v); split each with split_heads; for every b and "
-          "h: Attention a = head ? head(q, k, v, b) : attention(q, k, v) on Matrix copies of the views; store "
-          "a.weights in weights.view(b, h) and a.output in a (batch, n_heads, seq_q, d_k) Tensor4; finally "
-          "output = linear(combine_heads(outputs), W_o). Refuse d_model % n_heads != 0 with invalid_argument");
+          "your split_heads and combine_heads around one attention per head; W_o last "
+          "(more: ./book hint 4 multi_head_attention)");
 }
 
 }  // namespace sa

@@ -12,34 +12,36 @@
 namespace sa {
 
 Mask causal_mask(int64_t seq_len) {
-  // TODO: a (seq_len, seq_len) mask that is true on and below the diagonal.
-  SA_TODO("causal_mask", "Mask m(seq_len, seq_len); m(i, j) = (j <= i): query i sees itself and the keys before it");
+  // TODO: a (seq_len, seq_len) mask that lets each query see itself and the keys
+  // before it, never the ones after.
+  SA_TODO("causal_mask", "true on and below the diagonal (more: ./book hint 5 causal_mask)");
 }
 
 Matrix apply_mask(const Matrix& scores, const Mask& mask) {
-  // TODO: a copy of scores with -inf wherever the mask is false.
-  SA_TODO("apply_mask",
-          "refuse a mask whose shape differs from the scores' with std::invalid_argument; copy scores, then set "
-          "entry (i, j) to -std::numeric_limits<float>::infinity() where !mask(i, j)");
+  // TODO: a copy of the scores where every forbidden entry becomes -inf, so that
+  // softmax gives it weight 0. Refuse a mask of another shape.
+  SA_TODO("apply_mask", "copy, then overwrite the entries the mask forbids (more: ./book hint 5 apply_mask)");
 }
 
 std::vector<Mask> padding_masks(const std::vector<int64_t>& lengths, int64_t seq_len) {
-  // TODO: one (seq_len, seq_len) mask per length: key j is allowed iff j < length.
+  // TODO: one mask per sequence of the batch: no query may attend to a padding
+  // key, that is a key at or after the sequence's length.
   SA_TODO("padding_masks",
-          "refuse a length < 0 or > seq_len with std::invalid_argument; for each length L, m(i, j) = (j < L) "
-          "for every row i");
+          "a key is allowed when its index is below the sequence's length; refuse impossible lengths "
+          "(more: ./book hint 5 padding_masks)");
 }
 
 Mask mask_and(const Mask& a, const Mask& b) {
-  // TODO: true where both masks are true.
-  SA_TODO("mask_and", "element by element: result(i, j) = a(i, j) && b(i, j)  (or (a.array() && b.array()).matrix())");
+  // TODO: a pair is allowed only where both masks allow it.
+  SA_TODO("mask_and", "element by element, both conditions (more: ./book hint 5 mask_and)");
 }
 
 Attention masked_attention(const Matrix& Q, const Matrix& K, const Matrix& V, const Mask& mask) {
-  // TODO: chapter 3's attention, with the mask applied to the scaled scores before softmax.
+  // TODO: chapter 3's attention, with your apply_mask between the scaled scores
+  // and softmax.
   SA_TODO("masked_attention",
-          "weights = softmax_rows(apply_mask(scaled_scores(Q, K), mask)); output = weights * V "
-          "(softmax_rows already turns an all -inf row into zeros)");
+          "chapter 3's attention with one more step before softmax "
+          "(more: ./book hint 5 masked_attention)");
 }
 
 }  // namespace sa

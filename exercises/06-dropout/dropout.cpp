@@ -22,18 +22,18 @@
 namespace sa {
 
 DropoutResult dropout(const Matrix& x, double p, Generator& gen) {
-  // TODO: drop every element with probability p, scale the survivors by 1/(1-p), return output and mask.
+  // TODO: drop each element with probability p and scale the survivors so the
+  // expected value is unchanged; return the output and the keep mask. Draw
+  // exactly as the comment at the top of this file says.
   SA_TODO("dropout",
-          "refuse !(p >= 0 && p <= 1) with std::invalid_argument; p == 0 -> x, all true; p == 1 -> zeros, all "
-          "false (no draws at either end); else per element in row-major order: u = gen.uniform_double(); keep = u "
-          "< 1.0 - p; out = keep ? x * (1.0f / float(1.0 - p)) : 0");
+          "one uniform draw per element, in row-major order; p = 0 and p = 1 draw nothing "
+          "(more: ./book hint 6 dropout)");
 }
 
 Matrix dropout_backward(const Matrix& d_out, const Mask& keep, double p) {
-  // TODO: the gradient passes where the forward kept the element, scaled by the same 1/(1-p).
-  SA_TODO("dropout_backward",
-          "refuse p outside [0, 1] and a mask of another shape with std::invalid_argument; p == 1 -> zeros; else "
-          "d_x(i, j) = keep(i, j) ? d_out(i, j) * (1.0f / float(1.0 - p)) : 0");
+  // TODO: the gradient goes through where the forward kept the element, scaled
+  // as the forward scaled it.
+  SA_TODO("dropout_backward", "the forward's mask and scale applied to d_out (more: ./book hint 6 dropout_backward)");
 }
 
 }  // namespace sa

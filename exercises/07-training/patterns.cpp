@@ -11,13 +11,12 @@
 namespace sa {
 
 PatternStats attention_pattern(const Matrix& weights, int64_t window) {
-  // TODO: refuse an empty matrix and a negative window; entropy is the mean
-  // of chapter 3's row_entropy, focus is chapter 3's focus; diagonal is the
-  // mean of weights(i, i) over the shorter side; local is the mean over rows
-  // of the weight within |j - i| <= window (clip the band at the edges).
+  // TODO: refuse an empty matrix and a negative window; the four numbers of
+  // patterns.hpp: entropy and focus reuse chapter 3's row_entropy and focus,
+  // diagonal and local are new.
   SA_TODO("attention_pattern",
-          "entropy = mean(row_entropy(P)), focus = focus(P), diagonal = mean_i P(i, i), "
-          "local = mean_i of sum of P(i, j) for max(0, i - w) <= j <= min(cols - 1, i + w)");
+          "two numbers come from chapter 3, two are sums over the diagonal and a band around it "
+          "(more: ./book hint 7 attention_pattern)");
 }
 
 }  // namespace sa

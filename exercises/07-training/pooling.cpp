@@ -12,18 +12,20 @@
 namespace sa {
 
 PoolResult attention_pool(const Matrix& X, const RowVector& q) {
-  // TODO: one query over the rows of X: weights = softmax(X qᵀ / sqrt(d)), pooled = weights X.
+  // TODO: one query attends over the rows of X: chapter 3's attention with a
+  // single query row. Return the weights and the pooled row.
   SA_TODO("attention_pool",
-          "refuse X without rows, d = 0, or q of another width (std::invalid_argument); scores = q Xᵀ / sqrt(d) "
-          "(1, n); weights = softmax_rows(scores) (chapter 3); pooled = weights X (1, d)");
+          "scores of q against every row of X, chapter 3's softmax_rows, a weighted sum of X's rows "
+          "(more: ./book hint 7 attention_pool)");
 }
 
 PoolGrads attention_pool_backward(const Matrix& X, const RowVector& q, const PoolResult& fwd,
                                   const RowVector& d_pooled) {
-  // TODO: the gradients of X and q, through the weighted sum and through the scores.
+  // TODO: the gradients of X and q: through the weighted sum, and through the
+  // scores with chapter 3's softmax_backward.
   SA_TODO("attention_pool_backward",
-          "refuse shapes that do not fit; dX = weightsᵀ d_pooled; d_weights = d_pooled Xᵀ; d_scores = "
-          "softmax_backward(weights, d_weights) / sqrt(d); dq = d_scores X; dX += d_scoresᵀ q");
+          "X gets gradient along two paths, q along one "
+          "(more: ./book hint 7 attention_pool_backward)");
 }
 
 }  // namespace sa

@@ -13,18 +13,20 @@ namespace sa {
 
 void rope_forward(Matrix& QKV, int64_t batch, int64_t n_heads, double base) {
   // TODO: attention_dims (training.hpp) gives seq, d_model and d_k; refuse an
-  // odd d_k and a base that is not above 1; then turn every pair of Q and K.
+  // odd d_k and a base that is not above 1; then rotate every pair of
+  // features of Q and K by an angle that grows with the position (the
+  // header has the formula). V is left alone.
   SA_TODO("rope_forward",
-          "for pair i: theta = base^(-2i/d_k); at position p = row % seq, c = cos(p theta), s = sin(p theta); "
-          "in the Q and K columns of every head: (x0, x1) -> (x0 c - x1 s, x0 s + x1 c); V unchanged");
+          "a 2-D rotation of each feature pair of Q and K, its angle set by position and pair "
+          "(more: ./book hint 7 rope_forward)");
 }
 
 void rope_backward(Matrix& dQKV, int64_t batch, int64_t n_heads, double base) {
-  // TODO: the same refusals; the transpose of a rotation is the rotation
-  // by the opposite angle.
+  // TODO: the same refusals; the transpose of a rotation is the rotation by the
+  // opposite angle.
   SA_TODO("rope_backward",
-          "as rope_forward with the angle -p theta: (g0, g1) -> (g0 c + g1 s, -g0 s + g1 c) in the dQ and dK "
-          "columns; dV unchanged");
+          "rope_forward's rotation with the angle negated, on dQ and dK "
+          "(more: ./book hint 7 rope_backward)");
 }
 
 }  // namespace sa

@@ -12,23 +12,27 @@
 namespace sa {
 
 Mask sliding_window_mask(int64_t seq_len, int64_t window) {
-  // TODO: causal, and at most `window` keys: i - window < j <= i.
+  // TODO: causal, and at most `window` keys: a query sees itself and the
+  // window - 1 keys before it.
   SA_TODO("sliding_window_mask",
-          "refuse seq_len < 1 or window < 1; mask(i, j) = j <= i && j > i - window");
+          "the causal mask with the keys too far back forbidden as well "
+          "(more: ./book hint 8 sliding_window_mask)");
 }
 
 Matrix local_attention(const Matrix& Q, const Matrix& K, const Matrix& V, int64_t window) {
-  // TODO: each query attends over keys max(0, i - window + 1) .. i only.
+  // TODO: each query attends over its band of recent keys only, computed on the
+  // band so the cost grows with seq_len times window.
   SA_TODO("local_attention",
-          "refuse window < 1, rows or d_k that differ, d_k = 0; per query i: scores over its band of keys only, / sqrt(d_k), "
-          "stable softmax, times the band's rows of V");
+          "per query: the band's scores, a stable softmax over them, the band's values "
+          "(more: ./book hint 8 local_attention)");
 }
 
 Matrix linear_attention(const Matrix& Q, const Matrix& K, const Matrix& V) {
-  // TODO: causal linear attention with phi(x) = elu(x) + 1 and running sums S and z.
+  // TODO: causal linear attention with phi(x) = elu(x) + 1 and two running sums
+  // (the header has the formula).
   SA_TODO("linear_attention",
-          "refuse rows that differ, d_k that differ and d_k = 0; phi(x) = x > 0 ? x + 1 : exp(x); for i in order: S += phi(k_i)ᵀ v_i; z += phi(k_i); out_i = phi(q_i) S "
-          "/ (phi(q_i) · z)");
+          "phi of queries and keys instead of exp of their product; running sums over the keys seen "
+          "(more: ./book hint 8 linear_attention)");
 }
 
 }  // namespace sa

@@ -11,17 +11,19 @@
 namespace sa {
 
 void kv_append(KVCache& cache, const RowVector& k, const RowVector& v) {
-  // TODO: store k and v in row cache.size and count it.
+  // TODO: store k and v in the first free row and count it; refuse a full cache
+  // and vectors of the wrong width.
   SA_TODO("kv_append",
-          "refuse a full cache (size == capacity()) and k or v of the wrong width with std::invalid_argument; "
-          "cache.K.row(size) = k; cache.V.row(size) = v; ++size");
+          "the row after the last one in use; then one more row is in use "
+          "(more: ./book hint 8 kv_append)");
 }
 
 RowVector kv_attend(const KVCache& cache, const RowVector& q) {
-  // TODO: one query against the rows in use: softmax(q Kᵀ / sqrt(d_k)) V.
+  // TODO: one query against the rows in use: ordinary attention for a single
+  // query row.
   SA_TODO("kv_attend",
-          "refuse an empty cache, d_k = 0 and q of the wrong width; use only cache.K.topRows(size) and "
-          "cache.V.topRows(size); subtract the largest score before exp");
+          "only the first cache.size rows count; subtract the largest score before exp() "
+          "(more: ./book hint 8 kv_attend)");
 }
 
 }  // namespace sa

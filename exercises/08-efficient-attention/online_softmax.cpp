@@ -15,15 +15,16 @@ namespace sa {
 void online_softmax_update(OnlineSoftmax& state, float x) {
   // TODO: take one more score into the running maximum and sum.
   SA_TODO("online_softmax_update",
-          "refuse NaN and +inf with std::invalid_argument; x == -inf changes nothing; if x > state.max: sum = sum * "
-          "exp(max - x) + 1 and max = x; else sum += exp(x - max)");
+          "when the maximum grows, the sum so far must be rescaled to the new maximum "
+          "(more: ./book hint 8 online_softmax_update)");
 }
 
 Matrix online_softmax_rows(const Matrix& scores) {
-  // TODO: softmax of every row from one online pass (max and sum) and one pass to write the weights.
+  // TODO: softmax of every row from one online pass (max and sum) and one pass
+  // to write the weights.
   SA_TODO("online_softmax_rows",
-          "per row: OnlineSoftmax state; update it with every score; a row whose sum stays 0 (only -inf) is all "
-          "zeros; else weight = exp(x - state.max) / state.sum");
+          "your online_softmax_update over the row, then the weights from its max and sum "
+          "(more: ./book hint 8 online_softmax_rows)");
 }
 
 }  // namespace sa

@@ -17,20 +17,21 @@
 namespace sa {
 
 TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal, int64_t block) {
-  // TODO: attention block by block, with a running max m, sum l and unnormalised output per query row.
+  // TODO: attention block by block, with a running maximum, sum and
+  // unnormalised output per query row (online softmax a block at a time);
+  // no (seq_q, seq_k) matrix.
   SA_TODO("tiled_attention",
-          "refuse bad shapes, d_k = 0, non-finite Q/K/V, block < 1, causal with seq_q != seq_k; for each query block, for each key block "
-          "(causal: stop after the diagonal block): S = Qb Kbᵀ / sqrt(d_k) (-inf above the diagonal); m_new = "
-          "max(m, rowmax S); alpha = exp(m - m_new); P = exp(S - m_new); l = alpha l + rowsum P; acc = alpha acc + "
-          "P Vb; m = m_new; finally output = acc / l and lse = m + log l (a row with l = 0: output 0, lse -inf)");
+          "per query block: walk the key blocks, rescale what you have when the maximum grows "
+          "(more: ./book hint 8 tiled_attention)");
 }
 
 AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const TiledAttention& fwd,
                                         const Matrix& dO, bool causal, int64_t block) {
-  // TODO: the gradients block by block, rebuilding each block's weights from lse.
+  // TODO: the gradients block by block, rebuilding each block's weights from
+  // the forward's lse instead of storing them.
   SA_TODO("tiled_attention_backward",
-          "D = rowsum(dO ∘ O); for each key block and each query block it is visible to: P = exp(S - lse) "
-          "(masked: 0); dV += Pᵀ dO; dP = dO Vᵀ; dS = P ∘ (dP - D); dQ += dS K / sqrt(d_k); dK += dSᵀ Q / sqrt(d_k)");
+          "weights from exp(score - lse); then the attention backward a block at a time "
+          "(more: ./book hint 8 tiled_attention_backward)");
 }
 
 }  // namespace sa

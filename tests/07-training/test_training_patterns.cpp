@@ -1,6 +1,6 @@
 // Hidden suite of chapter 7, part 2: the attention-pattern analyzer
 // (patterns.hpp) on matrices whose numbers can be worked out by
-// hand, and the seed's classes on them.
+// hand, and the classes on them.
 //
 // Tolerance: the weights are float32 (0.1f is not 0.1), the metrics sums of
 // at most 100 of them taken in double, so a right answer is within 1e-7 of
@@ -125,7 +125,7 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
   }
 }
 
-TEST_CASE("attention_pattern: the source material's classes, and what the absolute thresholds do on short inputs",
+TEST_CASE("attention_pattern: the classes, and what the absolute thresholds do on short inputs",
           "[ch07][attention_pattern]") {
   check_class("identity (5, 5), window 3", attention_pattern(Matrix::Identity(5, 5)), PatternClass::SelfFocused);
   // One-hot on the neighbour: local with a window of 1; with a window of 0

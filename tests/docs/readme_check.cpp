@@ -28,18 +28,32 @@
 //     match where this CPU printed the number one unit away from the
 //     README). A number that can move both ways unseen (its line is also
 //     printed elsewhere, say) is reported as a problem of the excerpt.
+//  5. Every reference to a section in the README's prose ("step 7",
+//     "Section 7", "§7", "steps 2 to 8", "chapter 3's step 7") names a
+//     "## N." heading that exists, in this chapter or the one it names. A
+//     single reference must also show that it means that section: either a
+//     quoted title right after it (`step 9 ("Three ways to say where a token
+//     is")`), which must be the heading's title, or a word of four letters
+//     or more that its sentence shares with the title. So "Section 6 says
+//     why: every entry of J is 0" fails when section 6 is "Temperature" and
+//     the gradient is section 7. In prose, "step N" therefore always means a
+//     section: an optimizer's first step is "the first step".
 //
 // Every problem is printed with the README's line number; the exit status
 // is the number of problems (at most 100).
 // `readme_check --self-test` runs the checker's own tests (ctest
 // docs/readme_check_self_test).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -364,6 +378,155 @@ std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::v
   return problems;
 }
 
+// ---- 5. References to sections ----------------------------------------------
+
+using Headings = std::map<int, std::string>;  // "## N. Title": N -> Title
+using Chapters = std::map<int, Headings>;     // every chapter's, by number
+
+Headings headings_of(const std::vector<std::string>& readme) {
+  static const std::regex heading(R"(^## ([0-9]+)\. (.*)$)");
+  Headings h;
+  std::smatch m;
+  for (const std::string& l : readme)
+    if (std::regex_match(l, m, heading)) h[std::stoi(m[1].str())] = normalise(m[2].str());
+  return h;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The words of four letters or more that say something, by their first five
+// letters, less a plural's or a possessive's s ("gradient" and "gradients",
+// "head" and "head's" are one word).
+std::set<std::string> content_words(const std::string& text) {
+  static const std::set<std::string> stop = {"the", "and", "with", "from", "that", "this", "what", "into", "over",
+                                             "each", "every", "more", "than", "their", "them", "they", "then",
+                                             "your", "only", "once", "after", "before", "when", "where", "which",
+                                             "while", "about", "does", "have", "first", "last", "same", "step",
+                                             "steps", "section"};
+  static const std::regex word(R"([A-Za-z][A-Za-z_']{3,})");
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), word); it != std::sregex_iterator(); ++it) {
+    std::string w = lower(it->str());
+    if (stop.count(w)) continue;
+    if (w.size() > 2 && w.compare(w.size() - 2, 2, "'s") == 0) w.resize(w.size() - 2);
+    if (w.size() > 4 && w.back() == 's') w.pop_back();
+    out.insert(w.substr(0, 5));
+  }
+  return out;
+}
+
+// Every "step N" / "section N" / "§N" in the prose of `readme` (chapter
+// `chapter`) against the headings of `chapters` (which holds this one's).
+std::vector<Mismatch> check_references(const std::vector<std::string>& readme, int chapter, const Chapters& chapters) {
+  std::vector<Mismatch> problems;
+  // Paragraphs of prose (no fenced block, no heading), each char's line.
+  std::vector<std::pair<std::string, std::vector<size_t>>> paragraphs(1);
+  bool fenced = false;
+  for (size_t i = 0; i < readme.size(); ++i) {
+    const std::string& l = readme[i];
+    if (l.rfind("```", 0) == 0) fenced = !fenced;
+    const bool prose = !fenced && l.rfind("```", 0) != 0 && l.rfind("#", 0) != 0 && !normalise(l).empty();
+    if (!prose) {
+      if (!paragraphs.back().first.empty()) paragraphs.emplace_back();
+      continue;
+    }
+    auto& [text, lines] = paragraphs.back();
+    const std::string piece = (text.empty() ? "" : " ") + normalise(l);
+    text += piece;
+    lines.insert(lines.end(), piece.size(), i + 1);
+  }
+  static const std::regex reference(
+      R"((?:\b([Cc]hapter) ([0-9]+)(?:'s|,) )?(?:\b([Ss]ections?|[Ss]teps?) |§ ?)([0-9]+)((?: (?:and|to|or) [0-9]+)?))");
+  static const std::regex quoted_title(R"(^(?: \(|,|:)? ?["“]([^"”]+)["”])");
+  for (const auto& [text, lines] : paragraphs) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), reference); it != std::sregex_iterator(); ++it) {
+      const std::smatch& m = *it;
+      const size_t line = lines[size_t(m.position(0))];
+      const int in = m[2].matched ? std::stoi(m[2].str()) : chapter;
+      const auto found = chapters.find(in);
+      if (found == chapters.end()) continue;  // a chapter this checker was not given
+      const Headings& h = found->second;
+      const std::string where = in == chapter ? "this README" : "chapter " + std::to_string(in) + "'s README";
+      std::vector<int> numbers = {std::stoi(m[4].str())};
+      if (m[5].length() > 0) numbers.push_back(std::stoi(m[5].str().substr(m[5].str().rfind(' ') + 1)));
+      bool exists = true;
+      for (int n : numbers) {
+        if (h.count(n)) continue;
+        problems.push_back({line, "\"" + m.str() + "\": " + where + " has no section " + std::to_string(n) +
+                                      " (its sections are numbered 1 to " + std::to_string(h.size()) + ")"});
+        exists = false;
+      }
+      if (!exists || numbers.size() > 1) continue;
+      const std::string& title = h.at(numbers[0]);
+      std::smatch q;
+      const std::string after = m.suffix().str();
+      if (std::regex_search(after, q, quoted_title)) {
+        const std::string named = lower(q[1].str()), real = lower(title);
+        if (real.rfind(named, 0) != 0 && named.rfind(real, 0) != 0)
+          problems.push_back({line, "\"" + m.str() + "\" quotes the title \"" + q[1].str() + "\", but section " +
+                                        std::to_string(numbers[0]) + " of " + where + " is \"" + title + "\""});
+        continue;
+      }
+      // The sentence around the reference: from the last . ? ! before it
+      // (followed by a space), or table bar " | ", to the next.
+      const size_t at = size_t(m.position(0));
+      const auto ends_sentence = [&](size_t k) {
+        const bool space_after = k + 1 == text.size() || text[k + 1] == ' ';
+        if (text[k] == '|') return space_after && k > 0 && text[k - 1] == ' ';
+        return (text[k] == '.' || text[k] == '?' || text[k] == '!') && space_after;
+      };
+      size_t begin = 0, end = text.size();
+      for (size_t k = at; k-- > 0;)
+        if (ends_sentence(k)) {
+          begin = k + 1;
+          break;
+        }
+      for (size_t k = at + size_t(m.length(0)); k < text.size(); ++k)
+        if (ends_sentence(k)) {
+          end = k;
+          break;
+        }
+      const std::string sentence = text.substr(begin, end - begin);
+      const std::set<std::string> in_title = content_words(title), in_sentence = content_words(sentence);
+      if (in_title.empty()) continue;
+      const bool shares = std::any_of(in_title.begin(), in_title.end(),
+                                      [&](const std::string& w) { return in_sentence.count(w) > 0; });
+      if (!shares)
+        problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where +
+                                      ", but its sentence shares no word with that title: is the number right? "
+                                      "(if it is, quote the title after it: " + m.str() + " (\"" + title + "\"))"});
+    }
+  }
+  return problems;
+}
+
+// Every chapter's headings, read from the READMEs beside this one
+// (chapters/NN-name/README.md), and this README's chapter number.
+std::pair<int, Chapters> chapters_beside(const std::string& readme_path, const std::vector<std::string>& readme) {
+  namespace fs = std::filesystem;
+  const auto number = [](const fs::path& dir) {
+    const std::string name = dir.filename().string();
+    return name.size() > 3 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+                   std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '-'
+               ? std::stoi(name.substr(0, 2))
+               : 0;
+  };
+  const fs::path dir = fs::absolute(readme_path).parent_path();
+  const int chapter = number(dir);
+  Chapters chapters;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    const int n = number(entry.path());
+    if (n > 0 && n != chapter && fs::exists(entry.path() / "README.md"))
+      chapters[n] = headings_of(read_lines((entry.path() / "README.md").string().c_str()));
+  }
+  chapters[chapter] = headings_of(readme);
+  return {chapter, chapters};
+}
+
 // ---- The checker's own tests -------------------------------------------------
 
 int self_test() {
@@ -435,6 +598,31 @@ int self_test() {
       ++failures;
     }
   }
+  // 5. References to sections.
+  const std::vector<std::string> refs = {"## 6. Temperature: softmax(x / T)", "## 7. The gradient of softmax",
+                                         "## 8. The vanishing gradient, measured"};
+  const Chapters others = {{3, headings_of(refs)}, {2, {{1, "Dot products"}, {2, "Scaling by sqrt(d_k)"}}}};
+  auto expect_refs = [&](const char* name, const std::string& prose, size_t want) {
+    std::vector<std::string> readme = refs;
+    readme.insert(readme.end(), {"", prose, "", "```", "Step 6 of the output is not prose", "```"});
+    const size_t got = check_references(readme, 3, others).size();
+    if (got != want) {
+      std::cout << "FAILED: " << name << ": " << got << " reference problem(s), expected " << want << "\n";
+      ++failures;
+    }
+  };
+  expect_refs("the right section", "Section 7 says why: if p is one-hot, no gradient reaches the scores.", 0);
+  expect_refs("the wrong section (its sentence is about another title)",
+              "Section 6 says why: if p is one-hot, no gradient reaches the scores.", 1);
+  expect_refs("a section that does not exist", "Step 9 measures it, and step 7 derives the gradient.", 1);
+  expect_refs("the right quoted title", "As step 6 (\"Temperature\") showed, it flattens.", 0);
+  expect_refs("a wrong quoted title", "As step 7 (\"Temperature\") showed, the gradient flattens.", 1);
+  expect_refs("a range whose end does not exist", "Steps 6 to 9 run it.", 1);
+  expect_refs("a range that exists", "Steps 6 to 8 run it.", 0);
+  expect_refs("another chapter's section", "Chapter 2's step 2 divides the scores by sqrt(d_k).", 0);
+  expect_refs("another chapter's missing section", "Chapter 2's step 5 divides the scores.", 1);
+  expect_refs("another chapter's section, about something else", "Chapter 2's step 1 is about the gradient.", 1);
+  expect_refs("a sentence ends at a period", "Step 8 measures the vanishing gradient. Temperature is step 6.", 0);
   std::cout << (failures == 0 ? "readme_check: every self-test passed\n" : "readme_check: self-test failed\n");
   return failures == 0 ? 0 : 1;
 }
@@ -447,10 +635,16 @@ int main(int argc, char** argv) {
     std::cerr << "usage: readme_check README.md OUTPUT.txt | readme_check --self-test\n";
     return 2;
   }
-  const std::vector<Mismatch> problems = check(read_lines(argv[1]), read_lines(argv[2]), true);
+  const std::vector<std::string> readme = read_lines(argv[1]);
+  std::vector<Mismatch> problems = check(readme, read_lines(argv[2]), true);
+  const auto [chapter, chapters] = chapters_beside(argv[1], readme);
+  const std::vector<Mismatch> references = check_references(readme, chapter, chapters);
+  problems.insert(problems.end(), references.begin(), references.end());
+  std::sort(problems.begin(), problems.end(), [](const Mismatch& a, const Mismatch& b) { return a.line < b.line; });
   for (const Mismatch& p : problems) std::cout << argv[1] << ":" << p.line << ": " << p.what << "\n";
   if (problems.empty())
     std::cout << argv[1] << ": every excerpt and step heading matches the output (numbers to one unit of their "
-                            "last digit), and every number moved by two units would not\n";
+                            "last digit), every number moved by two units would not, and every section reference "
+                            "names its section\n";
   return int(std::min<size_t>(problems.size(), 100));
 }

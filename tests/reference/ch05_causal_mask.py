@@ -1,6 +1,6 @@
 """Golden values for chapter 5 (causal-mask), made with PyTorch.
 
-Masks are applied the way the seeds do it: scores.masked_fill(mask == 0,
+Masks are applied the usual PyTorch way: scores.masked_fill(mask == 0,
 float('-inf')) before softmax, mask 1 = allowed. Causal and padding masks,
 single-head and multi-head (per-sequence masks for batch > 1), and a mask
 with fully masked rows, where PyTorch 1.13 returns NaN and the book returns

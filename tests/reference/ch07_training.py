@@ -55,7 +55,7 @@ class EinsumAttention(nn.Module):
     def __init__(self, d_model, num_heads, dropout=0.0):
         super().__init__()
         self.num_heads = num_heads
-        self.dropout = dropout  # on the weights, in training only (the source material uses 0.1)
+        self.dropout = dropout  # on the weights, in training only (the corpus models use 0.1)
         self.d_k = d_model // num_heads
         self.W_q = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
         self.W_k = nn.Parameter(torch.randn(d_model, num_heads, self.d_k) * 0.02)
@@ -127,7 +127,7 @@ def make_model(vocab, digits, d_model, heads, layers, dropout=0.0):
 
 
 def batch_loss(model, batch, digits, mask):
-    """The seed's loss: cross-entropy only on the reversed half."""
+    """The loss: cross-entropy only on the reversed half."""
     x, y = batch[:, :-1], batch[:, 1:]
     logits, _ = model(x, mask=mask)
     vocab = logits.shape[-1]
