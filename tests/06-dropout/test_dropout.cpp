@@ -104,7 +104,7 @@ TEST_CASE("dropout: the running example's weights, straight after the parameters
   // The weights go through softmax and matrix products: kFloat32. The mask
   // depends only on the draws: bit for bit.
   require_close("attention weights (6, 6) of the running example", weights, fx().matrix("run.weights"), kFloat32);
-  require_same_mask("dropout(weights (6, 6), p = 0.1) of the running example: keep", r.keep, fx().mask("run.keep"));
+  require_same_mask("dropout(weights (6, 6), p = 0.1) of the running example, its mask keep", r.keep, fx().mask("run.keep"));
   require_close("dropout(weights (6, 6), p = 0.1) of the running example: output", r.output,
                 fx().matrix("run.dropped"), kFloat32);
 }
