@@ -89,6 +89,11 @@ std::function<std::string(int64_t)> packed_qkv_names(int64_t seq, int64_t heads,
   return [=](int64_t flat) { return packed_qkv_entry(flat / (3 * d_model), flat % (3 * d_model), seq, heads, d_model); };
 }
 
+// Flat entry i of a row-major matrix with `cols` columns, as "[row, col]".
+std::function<std::string(int64_t)> matrix_entries(int64_t cols) {
+  return [=](int64_t flat) { return fmt::format("[{}, {}]", flat / cols, flat % cols); };
+}
+
 // `name_entry` says where flat entry i of the gradient is; without it, "entry i".
 void require_gradient(const std::string& what, const float* analytic, const std::vector<double>& numeric,
                       const std::function<std::string(int64_t)>& name_entry = nullptr) {
@@ -199,7 +204,8 @@ TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][
   LayerNorm grad = make_layernorm(d);
   layernorm_backward(R, cache, ln, dX, grad);
 
-  require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss));
+  require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss),
+                   matrix_entries(X.cols()));
   require_gradient("layernorm_backward(X (4, 6)) d_gamma", grad.gamma.data(),
                    numeric_gradient(ln.gamma.data(), d, loss));
   require_gradient("layernorm_backward(X (4, 6)) d_beta", grad.beta.data(), numeric_gradient(ln.beta.data(), d, loss));
@@ -481,7 +487,7 @@ TEST_CASE("cross_entropy_backward: agrees with central finite differences", "[ch
   Matrix dlogits = nan_matrix(7, 5);
   cross_entropy_backward(probs, targets, dlogits);
   require_gradient("cross_entropy_backward(probs (7, 5)) dlogits", dlogits.data(),
-                   numeric_gradient(logits.data(), logits.size(), loss));
+                   numeric_gradient(logits.data(), logits.size(), loss), matrix_entries(logits.cols()));
   // Every counted row's gradient sums to 0: probabilities sum to 1, and so
   // does the one-hot target.
   for (int64_t i = 0; i < 7; ++i) {
