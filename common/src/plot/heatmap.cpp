@@ -175,7 +175,8 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // range), so row 0 is at the top like a table.
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", cols - 0.5, rows - 0.5);
   if (h.categories.empty()) {
-    s += fmt::format("set cbrange [{:.10g}:{:.10g}]\n", scale.lo, scale.hi);
+    // (maxcolors 0: every shade again, should a categorical panel come before)
+    s += fmt::format("set cbrange [{:.10g}:{:.10g}]\nset palette maxcolors 0\n", scale.lo, scale.hi);
     s += scale.command();
   } else {
     // n flat colours: value k sits in the middle of the k-th of n equal
