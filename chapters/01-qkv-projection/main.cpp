@@ -1,6 +1,8 @@
 // Chapter 1: from words to queries, keys and values.
 //
-// Walks "the cat sat on the mat" through tokens -> ids -> embeddings ->
+// Starts with attention before any learned weight (six hand-written
+// 3-number vectors, one query by hand, then all queries as matrices), then
+// walks "the cat sat on the mat" through tokens -> ids -> embeddings ->
 // + positional encoding -> Q, K, V, printing every shape and value, then
 // the tutorial's small d_model 8 example, the parameter count, a first look
 // at the raw scores Q Kᵀ that chapter 2 will scale, how positions relate,
@@ -19,6 +21,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace sa;
@@ -31,7 +34,7 @@ struct Options {
   int64_t d_k = 64;
 };
 
-// What step 1 can say about this text's repeated words: computed from the
+// What step 3 can say about this text's repeated words: computed from the
 // input, since the default sentence's two "the"s are not every sentence's.
 void say_about_repeats(const Vocabulary& vocab, const std::vector<std::string>& tokens,
                        const std::vector<int64_t>& ids) {
@@ -57,7 +60,115 @@ void say_about_repeats(const Vocabulary& vocab, const std::vector<std::string>& 
   }
 }
 
-// Step 4's coda: a projection works row by row, so reordering the tokens
+// Steps 1 and 2: attention before any learned weight, on six hand-written
+// vectors of 3 numbers (one decimal each), so that every product, exp and
+// sum below can be checked by hand. Each word's vector is its query, its key
+// and its value at once; the two "the"s share theirs, as they share an id.
+const std::vector<std::string> kToyWords{"the", "cat", "sat", "on", "the", "mat"};
+Matrix toy_embeddings() {
+  Matrix X(6, 3);
+  X << 0.1f, 0.2f, 0.1f,  // the
+      0.9f, 0.1f, 0.2f,   // cat
+      0.2f, 0.8f, 0.3f,   // sat
+      0.1f, 0.3f, 0.5f,   // on
+      0.1f, 0.2f, 0.1f,   // the
+      0.3f, 0.1f, 0.9f;   // mat
+  return X;
+}
+
+// Step 1: one query's context vector, every term printed. The loops here
+// only display the arithmetic; the value the step ends with is the chapter's
+// context_vector(X, q), which the reader writes.
+void show_one_query(const Matrix& X, const std::vector<std::string>& words, int64_t q) {
+  const int64_t n = X.rows(), d = X.cols();
+  auto vec = [&](int64_t row) {
+    std::string s;
+    for (int64_t k = 0; k < d; ++k) s += fmt::format("{}{:.1f}", k ? ", " : "", X(row, k));
+    return "[" + s + "]";
+  };
+  fmt::print("  query {} (\"{}\"), x = {}\n", q, words[size_t(q)], vec(q));
+  fmt::print("  scores: the dot product of x with every token's vector\n");
+  std::vector<double> scores(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    std::string terms;
+    for (int64_t k = 0; k < d; ++k) {
+      terms += fmt::format("{}{:.1f}*{:.1f}", k ? " + " : "", X(q, k), X(j, k));
+      scores[size_t(j)] += double(X(q, k)) * double(X(j, k));
+    }
+    fmt::print("    {:<4} {} = {:.2f}\n", words[size_t(j)], terms, scores[size_t(j)]);
+  }
+  double total = 0;
+  for (double s : scores) total += std::exp(s);
+  fmt::print("  weights: softmax, exp(score) / (sum of the {} exps = {:.4f})\n", n, total);
+  std::vector<double> weights(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    weights[size_t(j)] = std::exp(scores[size_t(j)]) / total;
+    fmt::print("    {:<4} exp({:.2f}) = {:.4f}   / {:.4f} = {:.4f}\n", words[size_t(j)], scores[size_t(j)],
+               std::exp(scores[size_t(j)]), total, weights[size_t(j)]);
+  }
+  fmt::print("  context: the vectors, each times its weight, added up\n");
+  for (int64_t j = 0; j < n; ++j)
+    fmt::print("    {} {:.4f} * {}   ({})\n", j ? "+" : " ", weights[size_t(j)], vec(j), words[size_t(j)]);
+  const RowVector context = context_vector(X, q);
+  fmt::print("    = {}   context_vector(X, {})\n", format_row(Matrix(context)), q);
+  const bool own_best = *std::max_element(scores.begin(), scores.end()) == scores[size_t(q)];
+  const auto [lightest, heaviest] = std::minmax_element(weights.begin(), weights.end());
+  say(fmt::format("The weights are positive and add up to 1, so the context is an average of the {} vectors, "
+                  "tilted toward the ones that match \"{}\" best: the heaviest weight is {:.2f} times the "
+                  "lightest, because scores this small differ little after exp.{}",
+                  n, words[size_t(q)], *heaviest / *lightest,
+                  own_best ? fmt::format(" Its own vector scores highest ({:.2f}): no other points as far along "
+                                         "the same direction.",
+                                         scores[size_t(q)])
+                           : ""));
+}
+
+// Step 2: every query at once. Entry [i, j] of X Xᵀ is the score of step 1
+// for query i and key j, so one product, a softmax along each row and one
+// more product give every context vector; simple_attention does that.
+void show_all_queries(const Matrix& X, const std::vector<std::string>& words) {
+  const Matrix scores = X * X.transpose();
+  print_labelled("scores = X X^T", scores, words, words, {.precision = 2});
+  const SimpleAttention a = simple_attention(X);
+  print_labelled("weights = softmax of each row", a.weights, words, words);
+  print_labelled("context = weights X", a.context, words, {"x0", "x1", "x2"},
+                 {.axes = "(rows: queries, columns: the 3 numbers)"});
+  double worst = 0;
+  for (int64_t i = 0; i < X.rows(); ++i)
+    worst = std::max(worst, double((a.context.row(i) - context_vector(X, i)).cwiseAbs().maxCoeff()));
+  fmt::print("  row i of the context against context_vector(X, i), for every i: largest difference {}\n",
+             rounding(worst, rounding_bound(X.cwiseAbs().maxCoeff())));
+  fmt::print("  rows 0 and 4 ('the') of the context are identical: {}\n",
+             a.context.row(0) == a.context.row(4) ? "yes" : "no");
+  // Which key each query weighs most: its own vector only when no other is
+  // longer in its direction (x . y <= |x| |y|, and x . x = |x|^2).
+  std::string favourites, others;
+  int64_t own = 0;
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < X.rows(); ++j)
+      if (a.weights(i, j) > a.weights(i, best)) best = j;
+    const std::string &word = words[size_t(i)], &favourite = words[size_t(best)];
+    favourites += fmt::format("{}{} -> {}", i ? ", " : "", word, favourite);
+    if (favourite == word) {
+      ++own;
+    } else if (others.find(fmt::format("\"{}\" ", word)) == std::string::npos) {  // a repeated word once
+      others += fmt::format("{}\"{}\" to \"{}\"", others.empty() ? "" : ", ", word, favourite);
+    }
+  }
+  fmt::print("  each query's largest weight: {}\n", favourites);
+  say(fmt::format(
+      "The matrix form gives the same numbers as the loops, for every query at once. Without learned weights a "
+      "score only measures how two vectors overlap, so {} of the {} queries weigh their own word most{}. Nothing "
+      "says what a word should look for, and one vector plays three roles: what the token looks for, what it is "
+      "matched on and what it hands over. The learned projections W_q, W_k and W_v of step 6 give each role its "
+      "own vector, so a word can look for something other than itself. The two \"the\"s get the same context: "
+      "same vector in, same vector out, until step 5's positional encoding tells them apart.",
+      own, X.rows(),
+      others.empty() ? "" : fmt::format("; the others go to a longer vector in a similar direction ({})", others)));
+}
+
+// Step 6's coda: a projection works row by row, so reordering the tokens
 // only reorders the rows of Q, unless the positional encoding (added by
 // position, not by token) is part of X. Attention compares rows with rows,
 // so without it the order of the words would be invisible.
@@ -117,7 +228,7 @@ Matrix offset_map(int64_t d_model, int64_t k) {
   return M;
 }
 
-// Step 8: how the encodings of two positions relate. Returns PE · PEᵀ over
+// Step 10: how the encodings of two positions relate. Returns PE · PEᵀ over
 // `positions` positions for the figure.
 Matrix show_position_similarity(const Options& o, int64_t positions) {
   const Matrix PE = positional_encoding(positions, o.d_model);
@@ -186,7 +297,7 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
   return S;
 }
 
-// Step 9: one token's whole path through self-attention, with the shapes of
+// Step 11: one token's whole path through self-attention, with the shapes of
 // this run. Which token, and the sizes, the figure needs as well.
 struct TokenPath {
   int64_t t = 0;  // the token's position
@@ -202,7 +313,7 @@ std::string first_values(const Matrix& m, int64_t row) {
   return s;
 }
 
-// Prints the path of the last token, reusing the rows steps 2 to 6
+// Prints the path of the last token, reusing the rows steps 4 to 8
 // computed. Scaling, softmax and weights V are chapters 2 and 3, whose
 // library this program does not link; their formulas are short enough to
 // apply here to one row, in double.
@@ -410,7 +521,21 @@ void run(int argc, char** argv) {
   fmt::print("text \"{}\", d_model {}, d_k {}, seed {}\n", o.text, o.d_model, o.d_k, cli.seed);
 
   // ---------------------------------------------------------------------
-  step(1, "Split the text into tokens and number them");
+  step(1, "Attention without weights: one query, by hand");
+  const Matrix X_toy = toy_embeddings();
+  say("Before Q, K and V, the idea itself. Six vectors of 3 numbers, one per word of \"the cat sat on the mat\", "
+      "written by hand so that every sum below can be checked on paper. Each word's vector is its query, its key "
+      "and its value at once.");
+  print_labelled("X", X_toy, kToyWords, {"x0", "x1", "x2"},
+                 {.precision = 1, .axes = "(rows: tokens, columns: the 3 numbers of each)"});
+  show_one_query(X_toy, kToyWords, 2);
+
+  // ---------------------------------------------------------------------
+  step(2, "Attention without weights: every query at once, as matrices");
+  show_all_queries(X_toy, kToyWords);
+
+  // ---------------------------------------------------------------------
+  step(3, "Split the text into tokens and number them");
   const Vocabulary vocab(tokens);
   const auto ids = vocab.ids(tokens);
   const int64_t seq_len = int64_t(tokens.size());
@@ -424,7 +549,7 @@ void run(int argc, char** argv) {
   say_about_repeats(vocab, tokens, ids);
 
   // ---------------------------------------------------------------------
-  step(2, "Look up an embedding vector for every token");
+  step(4, "Look up an embedding vector for every token");
   const Matrix table = make_embedding(gen, vocab.size(), o.d_model);
   print_tensor("embedding table", table, {}, wide);
   say(fmt::format("One row of {} numbers per vocabulary word, drawn from N(0, 1) as nn.Embedding({}, {}) "
@@ -439,7 +564,7 @@ void run(int argc, char** argv) {
                    E.row(i) == E.row(j) ? "yes" : "no");
 
   // ---------------------------------------------------------------------
-  step(3, "Add the sinusoidal positional encoding");
+  step(5, "Add the sinusoidal positional encoding");
   fmt::print("  PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))\n"
              "  PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))\n");
   const Matrix PE = positional_encoding(seq_len, o.d_model);
@@ -453,7 +578,7 @@ void run(int argc, char** argv) {
                    tokens[size_t(i)], i, j, (X.row(i) - X.row(j)).cwiseAbs().maxCoeff());
 
   // ---------------------------------------------------------------------
-  step(4, "Project X into queries, keys and values");
+  step(6, "Project X into queries, keys and values");
   const Linear W_q = make_linear(gen, o.d_model, o.d_k);
   const Linear W_k = make_linear(gen, o.d_model, o.d_k);
   const Linear W_v = make_linear(gen, o.d_model, o.d_k);
@@ -474,7 +599,7 @@ void run(int argc, char** argv) {
   show_order_blindness(tokens, E, PE, W_q);
 
   // ---------------------------------------------------------------------
-  step(5, "Count the parameters");
+  step(7, "Count the parameters");
   const int64_t weights = 3 * o.d_model * o.d_k, biases = 3 * o.d_k;
   fmt::print("  W_q, W_k, W_v   3 x {} x {} = {}\n", o.d_model, o.d_k, weights);
   fmt::print("  b_q, b_k, b_v   3 x {}      = {}\n", o.d_k, biases);
@@ -484,7 +609,7 @@ void run(int argc, char** argv) {
              vocab.size() * o.d_model);
 
   // ---------------------------------------------------------------------
-  step(6, "A first look at the scores Q K^T (chapter 2 scales them)");
+  step(8, "A first look at the scores Q K^T (chapter 2 scales them)");
   const Matrix scores = qkv.Q * qkv.K.transpose();
   print_labelled("scores = Q K^T", scores, tokens, tokens, {.precision = 2});
   say(fmt::format("Entry [i, j] is the dot product of query i with key j: {}, here as large as {:.2f} in "
@@ -495,7 +620,7 @@ void run(int argc, char** argv) {
                   scores.cwiseAbs().maxCoeff(), std::sqrt(double(o.d_k))));
 
   // ---------------------------------------------------------------------
-  step(7, "The same steps at toy size: d_model 8, d_k 4");
+  step(9, "The same steps at toy size: d_model 8, d_k 4");
   const std::vector<std::string> small_tokens{"the", "cat", "sat"};
   Matrix X_small(3, 8);
   X_small << 0.1f, 0.2f, -0.1f, 0.3f, 0.4f, -0.2f, 0.1f, 0.0f,  //
@@ -526,11 +651,11 @@ void run(int argc, char** argv) {
   fmt::print("  parameters: 3 x (8 x 4 + 4) = {} with biases, {} without\n", 3 * (8 * 4 + 4), 3 * 8 * 4);
 
   // ---------------------------------------------------------------------
-  step(8, "How two positions relate: PE similarity and relative offsets");
+  step(10, "How two positions relate: PE similarity and relative offsets");
   const Matrix similarity = show_position_similarity(o, 64);
 
   // ---------------------------------------------------------------------
-  step(9, "Follow one token from its word to its attention output");
+  step(11, "Follow one token from its word to its attention output");
   const TokenPath path = show_token_path(o, tokens, ids, vocab.size(), E, PE, X, qkv, scores);
 
   gap();

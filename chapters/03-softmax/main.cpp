@@ -179,13 +179,21 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   figures.draw("entropy.png", [&](const std::string& path) {
     plot::BarChart c;
     const double bound = std::log(double(seq_len));
-    c.title = fmt::format("Entropy of each query's weights (nats); focus = {:.3f}, uniform 1/n = {:.3f}",
-                          focus(weights), 1.0 / double(seq_len));
+    // Untrained weights are close to uniform, so the bars are close to the
+    // maximum and to each other: the title says so in numbers, rather than
+    // letting six near-equal bars look like a plotting fault.
+    const double lowest = *std::min_element(entropy.begin(), entropy.end());
+    c.title = seq_len == 1 ? std::string("Entropy of the one query's weights: one key, so 0 (dashed: the maximum, log 1)")
+                           : fmt::format("Entropy of each query's weights: all within {:.0f}% of the maximum log {} = "
+                                         "{:.3f} (dashed), the entropy of uniform weights",
+                                         std::ceil(100.0 * (1.0 - lowest / bound)), seq_len, bound);
     c.ylabel = "H = -sum_j a_j log a_j  (nats)";
     for (int64_t i = 0; i < seq_len; ++i) c.categories.push_back(fmt::format("{} ({})", tokens[size_t(i)], i));
     c.groups.push_back({"H of the row", entropy});
-    // The bound is one number for every row: a reference line, not bars.
-    c.hlines.push_back({bound, fmt::format("max: log {}", seq_len)});
+    // The bound is one number for every row: a reference line, not bars. Its
+    // name is in the title: a label at the line's end would take a slot as
+    // wide as a bar on the right.
+    c.hlines.push_back({bound, ""});
     return plot::bars(path, c);
   });
 }

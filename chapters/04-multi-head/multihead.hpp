@@ -19,8 +19,8 @@ namespace sa {
 
 // (batch * seq, n_heads * d_k) -> (batch, n_heads, seq, d_k): column block
 // h of sequence b becomes head h. PyTorch: x.view(batch, seq, n_heads, d_k)
-// .transpose(1, 2). Refuses rows not divisible by batch, or columns not
-// divisible by n_heads, with std::invalid_argument.
+// .transpose(1, 2). Refused with std::invalid_argument: batch or n_heads
+// below 1, rows not divisible by batch, columns not divisible by n_heads.
 Tensor4 split_heads(const Matrix& X, int64_t batch, int64_t n_heads);
 
 // The inverse: (batch, n_heads, seq, d_k) -> (batch * seq, n_heads * d_k).

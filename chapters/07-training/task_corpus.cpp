@@ -305,26 +305,6 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
       return plot::surface(path, sf);
     });
   }
-  figures.draw("corpus_multihead_surfaces.png", [&](const std::string& path) {
-    // The causal heads as surfaces, untrained above trained, every panel
-    // over one z range (surface_grid's doing): a flat head stays flat.
-    std::vector<plot::Surface> panels;
-    for (const auto* weights : {&causal.untrained, &causal.trained})
-      for (int h = 0; h < H; ++h) {
-        plot::Surface sf;
-        sf.title = stats_title((*weights)[size_t(h)],
-                               fmt::format("head {} {}", h, weights == &causal.untrained ? "untrained" : "trained"));
-        sf.z = (*weights)[size_t(h)];
-        sf.row_labels = labels;
-        sf.col_labels = labels;
-        panels.push_back(std::move(sf));
-      }
-    return plot::surface_grid(path,
-                              fmt::format("{} heads, causal, on {}: before (top) and after {} epochs (bottom), one "
-                                          "height scale",
-                                          H, quoted, o.corpus_epochs),
-                              2, H, panels, 400);
-  });
   figures.draw("corpus_accuracy.png", [&](const std::string& path) {
     plot::LinePlot p;
     p.title = "Held-out next-word accuracy, the whole sentence in the input";
@@ -658,9 +638,9 @@ void say_what_the_figures_show(const Options& o, const std::vector<CorpusModel>&
   const FigureHeights f = measure_figure_heights(models, n);
   const int64_t H = o.corpus_heads;
   std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
-                                 "heatmaps before and after training (corpus_untrained_vs_trained.png causal, "
-                                 "corpus_bidirectional_untrained_vs_trained.png bidirectional) and the causal "
-                                 "heads as surfaces on one height scale (corpus_multihead_surfaces.png). ",
+                                 "heatmaps before and after training on one colour scale, 0 to 1 "
+                                 "(corpus_untrained_vs_trained.png causal, "
+                                 "corpus_bidirectional_untrained_vs_trained.png bidirectional). ",
                                  H);
   // "Flat" only while no weight strays a quarter of 1/n from uniform.
   text += f.off_uniform < 0.25 / double(n)

@@ -89,7 +89,10 @@ struct AttentionGrads {
 //   dQ += dS K / sqrt(d_k),  dK += dSᵀ Q / sqrt(d_k).
 // (dS is chapter 3's softmax_backward: rowsum(P ∘ dP) = rowsum(dO ∘ O).)
 // O and lse are what tiled_attention returned for the same Q, K, V,
-// causal. Shapes that do not fit are refused with std::invalid_argument.
+// causal. Refused with std::invalid_argument: what tiled_attention refuses
+// (Q and K of different d_k, K and V of different seq_k, block < 1, causal
+// with seq_q != seq_k, ...), dO not (seq_q, d_v), and fwd.output not
+// (seq_q, d_v) or fwd.lse not seq_q long.
 AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const TiledAttention& fwd,
                                         const Matrix& dO, bool causal = false, int64_t block = 128);
 

@@ -166,9 +166,10 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
       h.title = title;
       h.values = as_matrix(m);
       h.row_labels = h.col_labels = positions(n);
-      h.cblabel = "visible";
-      h.vmin = 0;
-      h.vmax = 1;
+      // Two kinds of cell, named in a legend (a 0-to-1 colour bar would
+      // suggest values in between).
+      h.categories = {"hidden", "visible"};
+      h.category_colours = {"#f2f2f2", "#2171b5"};
       h.annotate = false;
       return h;
     };

@@ -253,9 +253,11 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
   const int64_t drawn = std::min<int64_t>(nbl, 32);
   figures.draw("causal_schedule.png", [&](const std::string& path) {
     plot::Heatmap h;
-    h.title = fmt::format("Causal tiled attention, seq_len {}, tiles of {}: 2 computed, 1 computed and masked, 0 "
-                          "skipped{}",
-                          N, o.block, drawn < nbl ? fmt::format(" (first {} x {} tiles)", drawn, drawn) : "");
+    h.title = fmt::format("Which tiles causal tiled attention computes: seq_len {}, tiles of {} x {}{}", N, o.block,
+                          o.block, drawn < nbl ? fmt::format(" (the first {} x {} tiles)", drawn, drawn) : "");
+    // Three kinds of tile, so three flat colours and their names, not a scale.
+    h.categories = {"skipped (above the diagonal)", "computed, then masked", "computed in full"};
+    h.category_colours = {"#f2f2f2", "#9ecae1", "#2171b5"};
     h.values = Matrix(drawn, drawn);
     for (int64_t i = 0; i < drawn; ++i)
       for (int64_t j = 0; j < drawn; ++j) h.values(i, j) = j < i ? 2.0f : j == i ? 1.0f : 0.0f;
@@ -265,12 +267,8 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
     }
     h.xlabel = "first key of the tile";
     h.ylabel = "first query of the tile";
-    h.cblabel = "tile";
-    h.vmin = 0;
-    h.vmax = 2;
-    h.annotate = drawn <= 12;
-    h.decimals = 0;
-    return plot::heatmap(path, h);
+    h.annotate = false;  // the colours and the legend say it
+    return plot::heatmap(path, h, 1000, 700);
   });
 }
 

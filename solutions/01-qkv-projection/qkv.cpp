@@ -5,8 +5,42 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 namespace sa {
+
+RowVector context_vector(const Matrix& X, int64_t query_index) {
+  const int64_t seq_len = X.rows(), d_model = X.cols();
+  if (query_index < 0 || query_index >= seq_len)
+    throw std::out_of_range(fmt::format("context_vector: query_index {} is outside the {} tokens of X {}", query_index,
+                                        seq_len, shape_str(X)));
+  // How well each token's vector matches the query's: a dot product, large
+  // when the two point the same way. The query's own row is one of the keys.
+  std::vector<double> scores(size_t(seq_len), 0.0);
+  for (int64_t j = 0; j < seq_len; ++j)
+    for (int64_t d = 0; d < d_model; ++d) scores[size_t(j)] += double(X(query_index, d)) * double(X(j, d));
+  // Softmax turns the scores into weights that are positive and sum to 1,
+  // so the context below is an average of the rows, not a growing sum.
+  double total = 0.0;
+  for (double& s : scores) total += (s = std::exp(s));
+  RowVector context = RowVector::Zero(d_model);
+  for (int64_t j = 0; j < seq_len; ++j)
+    for (int64_t d = 0; d < d_model; ++d) context(d) += float(scores[size_t(j)] / total * double(X(j, d)));
+  return context;
+}
+
+SimpleAttention simple_attention(const Matrix& X) {
+  // Every query against every key at once: entry [i, j] of X Xᵀ is
+  // X[i] . X[j], the score context_vector computes one by one.
+  const Matrix scores = X * X.transpose();
+  // Softmax along each row: row i holds query i's weights over the keys,
+  // which must sum to 1 (a column's entries belong to different queries).
+  // The largest score of the row is subtracted first; the weights stay the
+  // same, and exp can no longer overflow.
+  Matrix weights = (scores.colwise() - scores.rowwise().maxCoeff()).array().exp().matrix();
+  weights.array().colwise() /= weights.rowwise().sum().array();
+  return {weights, weights * X};
+}
 
 Matrix embed(const Matrix& table, const std::vector<int64_t>& ids) {
   Matrix X(int64_t(ids.size()), table.cols());

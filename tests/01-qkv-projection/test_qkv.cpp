@@ -1,5 +1,6 @@
-// Hidden suite of chapter 1: embed, positional_encoding, linear, project_qkv.
-// Values come from PyTorch (tests/reference/ch01_qkv_projection.py).
+// Hidden suite of chapter 1: context_vector, simple_attention, embed,
+// positional_encoding, linear, project_qkv. Values come from PyTorch
+// (tests/reference/ch01_qkv_projection.py) and from hand derivations.
 #include "01-qkv-projection/qkv.hpp"
 
 #include "sa/nn.hpp"
@@ -25,6 +26,115 @@ const Fixtures& fx() {
 }
 
 }  // namespace
+
+// Attention without weights. Tolerance kFloat32: a score is a sum of 3 to
+// 5 float products and a weight one exp and a division, so float32 against
+// PyTorch's float32 differs by about 1e-7; a forgotten softmax, a softmax
+// along the wrong axis, a wrong row or an index off by one moves a weight or
+// a context entry by 0.01 or more (checked with each of those mistakes).
+TEST_CASE("context_vector: every query of the six toy vectors matches PyTorch", "[ch01][context_vector]") {
+  const Matrix X = fx().matrix("simple.toy.X");
+  const Matrix expected = fx().matrix("simple.toy.context");
+  for (int64_t i = 0; i < X.rows(); ++i)
+    require_close(fmt::format("context_vector(the six toy vectors (6, 3), query_index {})", i),
+                  Matrix(context_vector(X, i)), Matrix(expected.row(i)), kFloat32);
+}
+
+TEST_CASE("context_vector: every query of seven random 5-number vectors matches PyTorch", "[ch01][context_vector]") {
+  const Matrix X = fx().matrix("simple.rand.X");
+  const Matrix expected = fx().matrix("simple.rand.context");
+  for (int64_t i = 0; i < X.rows(); ++i)
+    require_close(fmt::format("context_vector(X (7, 5) from randn, query_index {})", i), Matrix(context_vector(X, i)),
+                  Matrix(expected.row(i)), kFloat32);
+}
+
+TEST_CASE("context_vector: hand-derived values for two unit vectors", "[ch01][context_vector]") {
+  // X = [[1, 0], [0, 1]]. Query 0 scores 1 against itself and 0 against
+  // token 1, so its weights are e / (e + 1) and 1 / (e + 1), and its context
+  // is those two weights (each row of X is one unit vector).
+  Matrix X(2, 2);
+  X << 1, 0, 0, 1;
+  const double e = std::exp(1.0);
+  Matrix expected(1, 2);
+  expected << float(e / (e + 1)), float(1 / (e + 1));
+  require_close("context_vector(X = [[1, 0], [0, 1]], query_index 0)", Matrix(context_vector(X, 0)), expected,
+                kFloat32);
+  Matrix expected_1(1, 2);
+  expected_1 << float(1 / (e + 1)), float(e / (e + 1));
+  require_close("context_vector(X = [[1, 0], [0, 1]], query_index 1)", Matrix(context_vector(X, 1)), expected_1,
+                kFloat32);
+}
+
+TEST_CASE("context_vector: one token attends only to itself", "[ch01][context_vector]") {
+  // One key: its weight is 1 whatever the score, so the context is the row itself.
+  Matrix X(1, 3);
+  X << 0.5f, -2.0f, 3.0f;
+  require_close("context_vector(X = [[0.5, -2, 3]], query_index 0)", Matrix(context_vector(X, 0)), X, kFloat32);
+}
+
+TEST_CASE("context_vector: a zero query weighs every token alike, so its context is the mean row",
+          "[ch01][context_vector]") {
+  // The zero vector is orthogonal to every key: all scores 0, all weights
+  // 1/seq_len. Row 2 is the query; the other rows differ in length.
+  Matrix X(4, 3);
+  X << 1, 2, 0,  //
+      -1, 0, 3,  //
+      0, 0, 0,   //
+      2, 1, 1;
+  const Matrix mean = X.colwise().mean();
+  require_close("context_vector(X (4, 3) whose row 2 is zero, query_index 2)", Matrix(context_vector(X, 2)), mean,
+                kFloat32);
+}
+
+TEST_CASE("context_vector: a query_index outside the tokens is refused", "[ch01][context_vector]") {
+  const Matrix X = Matrix::Ones(3, 2);
+  CHECK_THROWS_AS(context_vector(X, 3), std::out_of_range);
+  CHECK_THROWS_AS(context_vector(X, -1), std::out_of_range);
+  CHECK_THROWS_AS(context_vector(Matrix(0, 2), 0), std::out_of_range);
+}
+
+TEST_CASE("simple_attention: weights and context of the six toy vectors match PyTorch", "[ch01][simple_attention]") {
+  const Matrix X = fx().matrix("simple.toy.X");
+  const SimpleAttention a = simple_attention(X);
+  require_close("simple_attention(the six toy vectors (6, 3)).weights", a.weights, fx().matrix("simple.toy.weights"),
+                kFloat32);
+  require_close("simple_attention(the six toy vectors (6, 3)).context", a.context, fx().matrix("simple.toy.context"),
+                kFloat32);
+}
+
+TEST_CASE("simple_attention: weights and context of seven random vectors match PyTorch", "[ch01][simple_attention]") {
+  const Matrix X = fx().matrix("simple.rand.X");
+  const SimpleAttention a = simple_attention(X);
+  require_close("simple_attention(X (7, 5) from randn).weights", a.weights, fx().matrix("simple.rand.weights"),
+                kFloat32);
+  require_close("simple_attention(X (7, 5) from randn).context", a.context, fx().matrix("simple.rand.context"),
+                kFloat32);
+}
+
+TEST_CASE("simple_attention: each row of weights is positive and sums to 1", "[ch01][simple_attention]") {
+  // Row i holds query i's weights over the keys. A softmax taken down the
+  // columns instead gives columns that sum to 1 and rows that do not.
+  const Matrix X = fx().matrix("simple.rand.X");
+  const Matrix W = simple_attention(X).weights;
+  require_shape("simple_attention(X (7, 5)).weights", W, 7, 7);
+  require_close("row sums of simple_attention(X (7, 5) from randn).weights", Matrix(W.rowwise().sum()),
+                Matrix::Ones(7, 1), kFloat32);
+  INFO("simple_attention(X (7, 5) from randn).weights: every weight is exp(score) / (a sum of exps)");
+  CHECK(W.minCoeff() > 0.0f);
+}
+
+TEST_CASE("simple_attention: one token, and equal rows", "[ch01][simple_attention]") {
+  Matrix one(1, 3);
+  one << 0.5f, -2.0f, 3.0f;
+  const SimpleAttention a = simple_attention(one);
+  require_close("simple_attention(X = [[0.5, -2, 3]]).weights", a.weights, Matrix::Ones(1, 1), kFloat32);
+  require_close("simple_attention(X = [[0.5, -2, 3]]).context", a.context, one, kFloat32);
+  // Two equal rows are the same query, key and value: their context rows
+  // are equal too (the toy sentence's two "the"s).
+  const SimpleAttention toy = simple_attention(fx().matrix("simple.toy.X"));
+  require_close("simple_attention(the six toy vectors).context, row 4 (\"the\") against row 0 (\"the\")",
+                Matrix(toy.context.row(4)), Matrix(toy.context.row(0)), kFloat32);
+}
 
 TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
   const Matrix table = fx().matrix("embed.table");
@@ -93,7 +203,7 @@ TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
 TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
   Linear layer{Matrix::Ones(3, 2), std::nullopt};
   CHECK_THROWS_AS(linear(Matrix::Ones(4, 5), layer), std::invalid_argument);
-  layer.b = RowVector::Ones(3);  // W has 2 outputs
+  layer.b = RowVector::Ones(3);  // W has 2 outputs: a bias of the wrong length
   CHECK_THROWS_AS(linear(Matrix::Ones(4, 3), layer), std::invalid_argument);
 }
 

@@ -42,9 +42,11 @@ void require_same_mask(const std::string& what, const Mask& actual, const Mask& 
       if (actual(i, j) != expected(i, j) && differ++ == 0)
         first = fmt::format("[{}, {}]: got {}, PyTorch {}", i, j, actual(i, j) ? "kept" : "dropped",
                             expected(i, j) ? "kept" : "dropped");
-  INFO(fmt::format("{}: {} of {} elements differ from PyTorch's mask, first at {}", what, differ, actual.size(),
-                   first));
-  REQUIRE(differ == 0);
+  // One sentence that names the input, the count and the first difference.
+  if (differ > 0)
+    FAIL(fmt::format("{}: {} of {} elements differ from PyTorch's mask, the first at {}", what, differ,
+                     actual.size(), first));
+  SUCCEED();
 }
 
 int64_t count_kept(const Mask& keep) { return keep.cast<int64_t>().sum(); }
@@ -75,7 +77,7 @@ TEST_CASE("dropout: the keep mask and output match F.dropout for the same seed",
     const DropoutResult r = dropout(x, c.p, gen);
     const std::string what = fmt::format("dropout(x {}, p = {}) with seed {}", shape_str(x), c.p, c.seed);
     // The mask is decided by the random draws alone: bit for bit.
-    require_same_mask(what + ".keep", r.keep, fx().mask(prefix + ".keep"));
+    require_same_mask(what + ", its mask keep", r.keep, fx().mask(prefix + ".keep"));
     // x * (1.0f / float(1 - p)), one float multiplication rounded like PyTorch's.
     require_close(what + ".output", r.output, fx().matrix(prefix + ".y"), kBitExact);
   }
@@ -102,7 +104,7 @@ TEST_CASE("dropout: the running example's weights, straight after the parameters
   // The weights go through softmax and matrix products: kFloat32. The mask
   // depends only on the draws: bit for bit.
   require_close("attention weights (6, 6) of the running example", weights, fx().matrix("run.weights"), kFloat32);
-  require_same_mask("dropout(weights (6, 6), p = 0.1) of the running example: keep", r.keep, fx().mask("run.keep"));
+  require_same_mask("dropout(weights (6, 6), p = 0.1) of the running example, its mask keep", r.keep, fx().mask("run.keep"));
   require_close("dropout(weights (6, 6), p = 0.1) of the running example: output", r.output,
                 fx().matrix("run.dropped"), kFloat32);
 }

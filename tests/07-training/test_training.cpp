@@ -77,7 +77,27 @@ std::vector<double> numeric_gradient(float* x, int64_t n, const std::function<do
   return g;
 }
 
-void require_gradient(const std::string& what, const float* analytic, const std::vector<double>& numeric) {
+// Entry [i, j] of a packed (batch * seq, 3 * d_model) dQKV in the words of
+// the model: which of dQ, dK and dV, which sequence, head, and row and column
+// of that head's (seq, d_k) block. A failure then points at the block the
+// mistake is in (dK of one head only, say) instead of at a bare index.
+std::string packed_qkv_entry(int64_t i, int64_t j, int64_t seq, int64_t heads, int64_t d_model) {
+  const int64_t d_k = d_model / heads, part = j / d_model;
+  return fmt::format("d{} of sequence {}, head {}, row {}, column {} (dQKV [{}, {}])", "QKV"[part], i / seq,
+                     (j % d_model) / d_k, i % seq, j % d_k, i, j);
+}
+std::function<std::string(int64_t)> packed_qkv_names(int64_t seq, int64_t heads, int64_t d_model) {
+  return [=](int64_t flat) { return packed_qkv_entry(flat / (3 * d_model), flat % (3 * d_model), seq, heads, d_model); };
+}
+
+// Flat entry i of a row-major matrix with `cols` columns, as "[row, col]".
+std::function<std::string(int64_t)> matrix_entries(int64_t cols) {
+  return [=](int64_t flat) { return fmt::format("[{}, {}]", flat / cols, flat % cols); };
+}
+
+// `name_entry` says where flat entry i of the gradient is; without it, "entry i".
+void require_gradient(const std::string& what, const float* analytic, const std::vector<double>& numeric,
+                      const std::function<std::string(int64_t)>& name_entry = nullptr) {
   double scale = 0.0, worst = 0.0;
   size_t at = 0;
   for (size_t i = 0; i < numeric.size(); ++i) {
@@ -88,9 +108,10 @@ void require_gradient(const std::string& what, const float* analytic, const std:
       at = i;
     }
   }
-  INFO(fmt::format("{}: largest difference {:.3g} at entry {} (analytic {:.6g}, finite differences {:.6g}); "
+  INFO(fmt::format("{}: largest difference {:.3g} at {} (analytic {:.6g}, finite differences {:.6g}); "
                    "allowed {:.1e} * max |gradient| = {:.3g}",
-                   what, worst, at, analytic[at], numeric[at], kFdTolerance, kFdTolerance * scale));
+                   what, worst, name_entry ? name_entry(int64_t(at)) : fmt::format("entry {}", at), analytic[at],
+                   numeric[at], kFdTolerance, kFdTolerance * scale));
   REQUIRE(scale > 0.0);  // a check against an all-zero gradient would prove nothing
   REQUIRE(worst <= kFdTolerance * scale);
 }
@@ -184,7 +205,8 @@ TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][
   LayerNorm grad = make_layernorm(d);
   layernorm_backward(R, cache, ln, dX, grad);
 
-  require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss));
+  require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss),
+                   matrix_entries(X.cols()));
   require_gradient("layernorm_backward(X (4, 6)) d_gamma", grad.gamma.data(),
                    numeric_gradient(ln.gamma.data(), d, loss));
   require_gradient("layernorm_backward(X (4, 6)) d_beta", grad.beta.data(), numeric_gradient(ln.beta.data(), d, loss));
@@ -246,7 +268,8 @@ TEST_CASE("attention_backward: matches PyTorch autograd (causal, 2 heads, batch 
 
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, fx().matrix("att.dO"), batch, heads, dP, dQKV);
-  require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("att.dQKV"), kFloat32);
+  require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("att.dQKV"), kFloat32,
+                [&](int64_t i, int64_t j) { return packed_qkv_entry(i, j, seq, heads, d); });
 }
 
 TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][attention_backward]") {
@@ -266,7 +289,7 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
   require_gradient("attention_backward(batch 3, n_heads 2, seq 4, d_k 3, causal) dQKV", dQKV.data(),
-                   numeric_gradient(QKV.data(), QKV.size(), loss));
+                   numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
   // The causal mask: a query never sees later keys, so the first query's
   // output depends on key 0 and value 0 only. With a gradient on that one
@@ -303,7 +326,7 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
   require_gradient("attention_backward(batch 2, n_heads 3, seq 5, d_k 2, no mask) dQKV", dQKV.data(),
-                   numeric_gradient(QKV.data(), QKV.size(), loss));
+                   numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
   // A gradient on the first query's output alone now reaches the last key
   // and value of its sequence (a causal mask would keep them at 0).
@@ -347,7 +370,7 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
   dQKV = nan_matrix(QKV.rows(), QKV.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV);
   require_gradient("attention_backward(batch 37, n_heads 3, seq 5, d_k 2, mask with an empty row) dQKV", dQKV.data(),
-                   numeric_gradient(QKV.data(), QKV.size(), loss));
+                   numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
   // The forward against the formulas written out per head, in double:
   // the weights to 1e-6 and the output to 1e-5 (float32 rounding of sums
@@ -526,7 +549,7 @@ TEST_CASE("cross_entropy_backward: agrees with central finite differences", "[ch
   Matrix dlogits = nan_matrix(7, 5);
   cross_entropy_backward(probs, targets, dlogits);
   require_gradient("cross_entropy_backward(probs (7, 5)) dlogits", dlogits.data(),
-                   numeric_gradient(logits.data(), logits.size(), loss));
+                   numeric_gradient(logits.data(), logits.size(), loss), matrix_entries(logits.cols()));
   // Every counted row's gradient sums to 0: probabilities sum to 1, and so
   // does the one-hot target.
   for (int64_t i = 0; i < 7; ++i) {
@@ -814,7 +837,7 @@ TEST_CASE("attention_backward: with dropout, agrees with finite differences (mas
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
   attention_backward(QKV, P, R, batch, heads, dP, dQKV, &dropout);
   require_gradient("attention_backward(batch 2, n_heads 2, seq 4, d_k 3, causal, dropout p = 0.4) dQKV", dQKV.data(),
-                   numeric_gradient(QKV.data(), QKV.size(), loss));
+                   numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 }
 
 TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout input is refused",

@@ -363,6 +363,33 @@ TEST_CASE("tiled_attention: scores near +-1000 do not overflow", "[ch08][tiled_a
   }
 }
 
+TEST_CASE("tiled_attention: a later tile far below the running maximum adds almost nothing",
+          "[ch08][tiled_attention]") {
+  // Q = [1], K = [0, 0, -200, -200], V = [1, 2, 3, 4], d_k = 1 (scale 1),
+  // block 2. The first tile's scores are 0 and 0, the second's -200 and
+  // -200, whose weights are e^-200 / 2: 0 in float. So the output is the
+  // mean of 1 and 2, 1.5, and lse = log(2 + 2 e^-200) = log 2.
+  // The running maximum must stay 0 over the second tile. A maximum taken
+  // over that tile alone (-200) rescales the first tile's sums by
+  // exp(0 - (-200)), which overflows float32 to inf: the output becomes
+  // inf / inf. (With scores of -2 instead of -200 that mistake gives the
+  // right numbers: any reference point cancels out until exp overflows.)
+  Matrix Q(1, 1), K(4, 1), V(4, 1);
+  Q << 1;
+  K << 0, 0, -200, -200;
+  V << 1, 2, 3, 4;
+  Matrix expected(1, 1), expected_lse(1, 1);
+  expected << 1.5f;
+  expected_lse << float(std::log(2.0));
+  for (int64_t block : {2, 1}) {
+    const std::string what =
+        fmt::format("tiled_attention(Q = [1], K = [0, 0, -200, -200], V = [1, 2, 3, 4], block {})", block);
+    const TiledAttention t = tiled_attention(Q, K, V, false, block);
+    require_close(what + ".output", t.output, expected, kFloat32);
+    require_close(what + ".lse", as_row(t.lse), expected_lse, kFloat32);
+  }
+}
+
 TEST_CASE("tiled_attention: with no keys at all, output 0 and lse -inf", "[ch08][tiled_attention]") {
   // seq_k = 0: every query sees no key. The header's choice, as chapter 3's
   // softmax_rows for a row of only -inf: output rows of 0, lse = -inf.

@@ -90,6 +90,16 @@ TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
 
   require_drawn("grid.png", [&](const std::string& p) { return plot::heatmap_grid(p, "grid", 1, 2, {h, masked}); });
 
+  plot::Heatmap kinds;  // categories: a legend of names instead of a colour bar
+  kinds.title = "causal tiles";
+  kinds.values = Matrix::Zero(3, 3);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j <= i; ++j) kinds.values(i, j) = j < i ? 2.0f : 1.0f;
+  kinds.categories = {"skipped", "masked", "computed"};
+  require_drawn("categories.png", [&](const std::string& p) { return plot::heatmap(p, kinds); });
+  kinds.category_colours = {"#f2f2f2", "#9ecae1", "#2171b5"};
+  require_drawn("categories_coloured.png", [&](const std::string& p) { return plot::heatmap(p, kinds); });
+
   plot::LinePlot lp;
   lp.title = "variance";
   lp.logx = lp.logy = true;
@@ -212,6 +222,17 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   plot::Heatmap ok;
   ok.values = Matrix::Ones(2, 2);
   CHECK_THROWS_AS(plot::heatmap_grid(path, "t", 2, 2, {ok}), std::invalid_argument);
+  plot::Heatmap categories = ok;  // values 1: index 1 of two names
+  categories.categories = {"no", "yes"};
+  categories.values(0, 0) = 2.0f;  // no third category
+  CHECK_THROWS_AS(plot::heatmap(path, categories), std::invalid_argument);
+  categories.values(0, 0) = 0.5f;  // not an index
+  CHECK_THROWS_AS(plot::heatmap(path, categories), std::invalid_argument);
+  categories.values(0, 0) = 0.0f;
+  categories.category_colours = {"#ffffff"};  // one colour for two categories
+  CHECK_THROWS_AS(plot::heatmap(path, categories), std::invalid_argument);
+  categories.category_colours = {"#ffffff", "blue"};  // not #rrggbb
+  CHECK_THROWS_AS(plot::heatmap(path, categories), std::invalid_argument);
   plot::LinePlot uneven;
   uneven.series = {{"s", {1, 2, 3}, {1, 2}}};
   CHECK_THROWS_AS(plot::lines(path, uneven), std::invalid_argument);

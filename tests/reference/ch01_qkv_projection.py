@@ -20,6 +20,32 @@ def linear_params(prefix, layer):
         out[prefix + ".b"] = layer.bias.detach().clone()
 
 
+# --- Attention without weights (step 1): X is query, key and value --------
+def simple_attention(X):
+    """softmax(X Xᵀ) X, the softmax along each row (dim=-1): row i is query i."""
+    weights = torch.softmax(X @ X.T, dim=-1)
+    return weights, weights @ X
+
+
+# The program's six hand-written 3-number vectors, one per word of
+# "the cat sat on the mat" (the two "the"s share theirs).
+X_toy = torch.tensor([
+    [0.1, 0.2, 0.1],  # the
+    [0.9, 0.1, 0.2],  # cat
+    [0.2, 0.8, 0.3],  # sat
+    [0.1, 0.3, 0.5],  # on
+    [0.1, 0.2, 0.1],  # the
+    [0.3, 0.1, 0.9],  # mat
+])
+out["simple.toy.X"] = X_toy
+out["simple.toy.weights"], out["simple.toy.context"] = simple_attention(X_toy)
+# Random vectors with every row different in length, so no two queries
+# share weights, and scores of a few units (|score| < 30: no overflow).
+torch.manual_seed(11)
+X_rand = torch.randn(7, 5)
+out["simple.rand.X"] = X_rand
+out["simple.rand.weights"], out["simple.rand.context"] = simple_attention(X_rand)
+
 # --- The running example: "the cat sat on the mat", seed 42, d_model 64 ----
 run = running_example()
 ids, embedding, W_q, W_k, W_v = run.ids, run.embedding, run.W_q, run.W_k, run.W_v

@@ -73,6 +73,14 @@ void require_close(std::string_view what, const Matrix& actual, const Matrix& ex
                  [cols](int64_t i) { return fmt::format("[{}, {}]", i / cols, i % cols); });
 }
 
+void require_close(std::string_view what, const Matrix& actual, const Matrix& expected, Tolerance tol,
+                   const std::function<std::string(int64_t row, int64_t col)>& where) {
+  require_shape(what, actual, expected.rows(), expected.cols());
+  const int64_t cols = expected.cols();
+  compare_values(what, actual.data(), expected.data(), expected.size(), tol,
+                 [&](int64_t i) { return where(i / cols, i % cols); });
+}
+
 void require_close(std::string_view what, const std::vector<float>& actual, const std::vector<float>& expected,
                    Tolerance tol) {
   require_shape(what, Shape{int64_t(actual.size())}, Shape{int64_t(expected.size())});

@@ -15,6 +15,8 @@
 
 #include "sa/tensor.hpp"
 
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +34,11 @@ inline constexpr Tolerance kFloat32{1e-5, 1e-4};
 // every element: |actual - expected| <= atol + rtol * |expected|. NaN equals
 // only NaN and an infinity only the same infinity.
 void require_close(std::string_view what, const Matrix& actual, const Matrix& expected, Tolerance tol);
+// The same, with the worst entry [row, col] named by `where` in the words of
+// the matrix's layout: a packed gradient reads "dK of sequence 2, head 1,
+// row 0, column 0 (dQKV [8, 9])", not a bare index.
+void require_close(std::string_view what, const Matrix& actual, const Matrix& expected, Tolerance tol,
+                   const std::function<std::string(int64_t row, int64_t col)>& where);
 void require_close(std::string_view what, const std::vector<float>& actual, const std::vector<float>& expected,
                    Tolerance tol);
 void require_shape(std::string_view what, const Matrix& actual, int64_t rows, int64_t cols);

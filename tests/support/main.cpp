@@ -24,12 +24,17 @@
 #include <execinfo.h>
 #include <link.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -86,6 +91,32 @@ std::pair<std::string, std::string> call_and_type(const std::string& expression)
   return {expression.substr(0, comma), expression.substr(comma + 2)};
 }
 
+// A failed comparison CHECK(a == b), which Catch2 reports as the expression
+// and its expansion ("differ == 0" and "33 == 0"), as one sentence without
+// operators: "expected differ to be 0, got 33". Empty when the expression is
+// not one comparison whose operator appears once in both texts.
+std::string comparison_sentence(const std::string& expression, const std::string& expanded) {
+  static const std::pair<const char*, const char*> kOperators[] = {
+      {" == ", "to be"},        {" != ", "to differ from"}, {" <= ", "to be at most"},
+      {" >= ", "to be at least"}, {" < ", "to be below"},     {" > ", "to be above"}};
+  for (const auto& [op, words] : kOperators) {
+    const auto at = expression.find(op), at_value = expanded.find(op);
+    if (at == std::string::npos || at_value == std::string::npos) continue;
+    const std::string op_text(op);
+    if (expression.find(op_text, at + 1) != std::string::npos || expanded.find(op_text, at_value + 1) != std::string::npos)
+      return "";
+    const std::string left = expression.substr(0, at), right = expression.substr(at + op_text.size());
+    const std::string left_value = expanded.substr(0, at_value), right_value = expanded.substr(at_value + op_text.size());
+    // Values Catch2 cannot print (a matrix row) show as "{?}": then only the claim.
+    if (left_value.find("{?}") != std::string::npos || right_value.find("{?}") != std::string::npos)
+      return "expected " + left + " " + words + " " + right + ", and it was not";
+    // "x to be 0" when the right side is a literal, "x to be y (0)" when it is a name.
+    const std::string wanted = right == right_value ? right : right + " (" + right_value + ")";
+    return "expected " + left + " " + words + " " + wanted + ", got " + left_value;
+  }
+  return "";
+}
+
 // What a reader needs from one failed assertion: what was expected, what
 // came out, and (from INFO/CAPTURE) for which input; an unwritten exercise's
 // hint apart.
@@ -137,9 +168,12 @@ Failure describe(const Catch::AssertionStats& stats) {
     message = r.getMessage();  // FAIL(...) or a helper's explanation
   } else if (r.hasExpression()) {
     const std::string expression = r.getExpression(), expanded = r.getExpandedExpression();
-    message = "expected " + expression;
-    if (throws) message += " to throw";
-    if (!expanded.empty() && expanded != expression) message += ", got " + expanded;
+    message = throws ? "" : comparison_sentence(expression, expanded);
+    if (message.empty()) {
+      message = "expected " + expression;
+      if (throws) message += " to throw";
+      if (!expanded.empty() && expanded != expression) message += ", got " + expanded;
+    }
   }
   if (message.empty()) message = "failed";
   // INFO and CAPTURE say which input; the assertion's own message is copied
@@ -175,20 +209,83 @@ std::set<std::string> functions_under_test() {
   return names;
 }
 
-// The function whose code holds `at`, as "focus" (no namespace, no
-// parameters), or "" if no exported symbol's extent holds it.
-std::string function_at(const char* at) {
-  Dl_info info{};
-  void* entry = nullptr;  // dladdr1 writes a const ElfW(Sym)* here
-  if (!dladdr1(at, &info, &entry, RTLD_DL_SYMENT) || !info.dli_sname || !entry || !info.dli_saddr) return "";
-  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-  const auto start = static_cast<const char*>(info.dli_saddr);
-  if (at < start || at >= start + symbol->st_size) return "";
-  std::string name = demangle(info.dli_sname);
-  // "sa::focus(Matrix const&)", or a lambda inside it: "sa::focus(...)::{lambda()#1}::operator()() const"
+// "sa::focus(Matrix const&)", a lambda inside it ("sa::focus(...)::{lambda()#1}::operator()() const")
+// or a copy GCC made of it ("sa::focus(Matrix const&) [clone .cold]") all read "focus".
+std::string short_name(const char* mangled) {
+  std::string name = demangle(mangled);
   name = name.substr(0, name.find('('));                      // drop the parameters and what follows
   if (const auto colon = name.rfind(':'); colon != std::string::npos) name = name.substr(colon + 1);  // and namespaces
   return name;
+}
+
+// GCC splits and copies functions: a function's rarely run part (its throw,
+// its failed assert) goes to "f [clone .cold]", and a copy for one constant
+// argument is "f [clone .constprop.0]" (also .isra.N, .part.N). These copies
+// are local symbols, absent from the dynamic table dladdr reads, so a crash
+// inside one would be blamed on its caller. The executable's full symbol
+// table (.symtab) lists them; it is read once per process, before any
+// signal, from the file itself. (An executable without .symtab, stripped,
+// falls back to dladdr alone.)
+struct LocalFunction {
+  uintptr_t start, end;
+  std::string name;  // short_name of the symbol
+};
+std::vector<LocalFunction> local_functions;  // sorted by start
+
+void load_local_functions() {
+  uintptr_t base = 0;  // where the executable is loaded (a PIE's addresses are relative to it)
+  dl_iterate_phdr([](dl_phdr_info* info, size_t, void* out) {
+    *static_cast<uintptr_t*>(out) = info->dlpi_addr;
+    return 1;  // the first object is the executable itself
+  }, &base);
+  std::ifstream exe("/proc/self/exe", std::ios::binary);
+  auto read = [&](uint64_t offset, void* to, size_t bytes) {
+    exe.seekg(std::streamoff(offset));
+    return bool(exe.read(static_cast<char*>(to), std::streamsize(bytes)));
+  };
+  ElfW(Ehdr) header{};
+  if (!read(0, &header, sizeof header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_shentsize != sizeof(ElfW(Shdr)))
+    return;
+  std::vector<ElfW(Shdr)> sections(header.e_shnum);
+  if (!read(header.e_shoff, sections.data(), sections.size() * sizeof(ElfW(Shdr)))) return;
+  for (const ElfW(Shdr)& table : sections) {
+    if (table.sh_type != SHT_SYMTAB || table.sh_link >= sections.size() || table.sh_entsize != sizeof(ElfW(Sym)))
+      continue;
+    std::vector<ElfW(Sym)> symbols(table.sh_size / sizeof(ElfW(Sym)));
+    std::string names(sections[table.sh_link].sh_size, '\0');
+    if (!read(table.sh_offset, symbols.data(), symbols.size() * sizeof(ElfW(Sym))) ||
+        !read(sections[table.sh_link].sh_offset, names.data(), names.size()))
+      return;
+    for (const ElfW(Sym)& symbol : symbols) {
+      if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || ELF64_ST_BIND(symbol.st_info) != STB_LOCAL ||
+          symbol.st_size == 0 || symbol.st_name >= names.size())
+        continue;
+      const uintptr_t start = base + symbol.st_value;
+      local_functions.push_back({start, start + symbol.st_size, short_name(names.c_str() + symbol.st_name)});
+    }
+  }
+  std::sort(local_functions.begin(), local_functions.end(),
+            [](const LocalFunction& a, const LocalFunction& b) { return a.start < b.start; });
+}
+
+// The function whose code holds `at`, as "focus" (no namespace, no
+// parameters), or "" if no symbol's extent holds it.
+std::string function_at(const char* at) {
+  Dl_info info{};
+  void* entry = nullptr;  // dladdr1 writes a const ElfW(Sym)* here
+  if (dladdr1(at, &info, &entry, RTLD_DL_SYMENT) && info.dli_sname && entry && info.dli_saddr) {
+    const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+    const auto start = static_cast<const char*>(info.dli_saddr);
+    if (at >= start && at < start + symbol->st_size) return short_name(info.dli_sname);
+  }
+  // Not an exported function: a local one, such as a clone.
+  const auto address = reinterpret_cast<uintptr_t>(at);
+  auto after = std::upper_bound(local_functions.begin(), local_functions.end(), address,
+                                [](uintptr_t a, const LocalFunction& f) { return a < f.start; });
+  if (after == local_functions.begin()) return "";
+  const LocalFunction& f = *std::prev(after);
+  return address < f.end ? f.name : "";
 }
 
 // The innermost frame of the current stack that is one of `functions`.
@@ -257,6 +354,7 @@ class CheckReport : public Catch::TestEventListenerBase {
       std::atexit(report_exit_site);
       void* warm_up[1];
       backtrace(warm_up, 1);
+      load_local_functions();
     }
     if (const char* path = report_path()) {
       std::ofstream out(path, std::ios::app);

@@ -100,7 +100,7 @@ named() {  # chapter number, tag, what the message must say
 }
 named 03 '[row_entropy]' 'timed out after 2 s'
 named 03 '[focus]' 'crashed: segmentation fault'
-named 03 '[softmax_backward]' 'crashed: an index outside a matrix or vector'
+named 03 '[softmax_backward]' 'crashed: m(i, j) with an index outside the matrix'
 named 05 '[mask_and]' 'crashed: uncaught exception of type int'
 named 05 '[padding_masks]' 'crashed: exited early'
 # A wrong value is named at once, with what was expected, and "Fix:" points

@@ -39,6 +39,12 @@ struct Heatmap {
   std::optional<bool> annotate;
   int decimals = 2;
   bool diverging = false;               // blue-white-red palette centred on 0
+  // Categories instead of a scale: each value is an index 0..n-1 into these
+  // names, drawn in the category's colour, with a legend of the names in
+  // place of the colour bar. For data such as "skipped / masked / computed",
+  // whose numbers are labels that no gradient would read.
+  std::vector<std::string> categories;
+  std::vector<std::string> category_colours;  // "#rrggbb", one per category; default: the line colours
 };
 
 // An attention-weights panel, the book's most common figure: token labels on

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
+#include <string>
 
 namespace sa::plot {
 
@@ -33,6 +35,28 @@ void validate(std::string_view fn, const Heatmap& h, const std::string& where = 
     bad_input(fn, where + "vmin and vmax must be finite");
   }
   if (h.decimals < 0 || h.decimals > 10) bad_input(fn, fmt::format("{}decimals {} not in 0..10", where, h.decimals));
+  if (!h.category_colours.empty() && h.category_colours.size() != h.categories.size()) {
+    bad_input(fn, fmt::format("{}{} category colours for {} categories", where, h.category_colours.size(),
+                              h.categories.size()));
+  }
+  for (const std::string& c : h.category_colours)
+    if (c.size() != 7 || c[0] != '#' || c.find_first_not_of("0123456789abcdefABCDEF", 1) != std::string::npos)
+      bad_input(fn, fmt::format("{}category colour '{}' is not #rrggbb", where, c));
+  if (!h.categories.empty()) {
+    const auto n = static_cast<float>(h.categories.size());
+    for (Eigen::Index i = 0; i < h.values.size(); ++i) {
+      const float v = h.values.data()[i];
+      if (!(v >= 0 && v < n && v == std::floor(v)))
+        bad_input(fn, fmt::format("{}value {} is not a category index 0..{}", where, v, h.categories.size() - 1));
+    }
+  }
+}
+
+// Category k's colour: the one given, else line colour k.
+Rgb category_rgb(const Heatmap& h, std::size_t k) {
+  if (h.category_colours.empty()) return cycle_rgb(k);
+  const std::uint32_t hex = static_cast<std::uint32_t>(std::stoul(h.category_colours[k].substr(1), nullptr, 16));
+  return {((hex >> 16) & 0xff) / 255.0, ((hex >> 8) & 0xff) / 255.0, (hex & 0xff) / 255.0};
 }
 
 // The colours: the data's range (symmetric about 0 when diverging) unless
@@ -150,8 +174,22 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   // Column j at x = j, row i at y = i; the y axis runs downwards (reversed
   // range), so row 0 is at the top like a table.
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", cols - 0.5, rows - 0.5);
-  s += fmt::format("set cbrange [{:.10g}:{:.10g}]\n", scale.lo, scale.hi);
-  s += scale.command();
+  if (h.categories.empty()) {
+    // (maxcolors 0: every shade again, should a categorical panel come before)
+    s += fmt::format("set cbrange [{:.10g}:{:.10g}]\nset palette maxcolors 0\n", scale.lo, scale.hi);
+    s += scale.command();
+  } else {
+    // n flat colours: value k sits in the middle of the k-th of n equal
+    // slices of the range, and `maxcolors n` keeps gnuplot from blending.
+    const std::size_t n = h.categories.size();
+    s += fmt::format("set cbrange [-0.5:{}]\nset palette maxcolors {}\nset palette defined (", n - 0.5,
+                     std::max<std::size_t>(n, 2));
+    for (std::size_t k = 0; k < std::max<std::size_t>(n, 2); ++k)
+      s += fmt::format("{}{} '{}'", k ? ", " : "", k, rgb_hex(category_rgb(h, std::min(k, n - 1))));
+    s += ")\nunset colorbox\n";
+    s += fmt::format("set key outside right center vertical Left reverse samplen 1.2 spacing 1.4 font ',{}'\n",
+                     base_pt);
+  }
   // Masked cells (NaN, +-inf) are written as NaN and not drawn; this grey
   // rectangle behind the image shows through them.
   s += fmt::format("set object 1 rectangle from -0.5,-0.5 to {},{} behind fc rgb '{}' fs solid 1.0 noborder\n",
@@ -173,7 +211,9 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
     for (std::size_t i = 0; i < rows; ++i) {
       for (std::size_t j = 0; j < cols; ++j) {
         const float v = h.values(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-        const char* colour = std::isfinite(v) ? text_on(scale.at(v)) : kMaskedText;
+        const char* colour = !std::isfinite(v)      ? kMaskedText
+                             : h.categories.empty() ? text_on(scale.at(v))
+                                                    : text_on(category_rgb(h, static_cast<std::size_t>(v)));
         s += fmt::format("set label {} {} at {},{} center front tc rgb '{}' font ',{:.1f}'\n", tag++,
                          gq(texts[i * cols + j]), j, i, colour, cell_pt);
       }
@@ -196,10 +236,16 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   if (data.find_first_not_of('\n') == std::string::npos) data = "NaN NaN NaN\n";  // all masked: keep plot valid
   const std::string block = fmt::format("$heat{}", id);
   datablock(s, block, data);
+  // A category's legend entry: an empty series with its colour and name.
+  std::string legend;
+  for (std::size_t k = 0; k < h.categories.size(); ++k)
+    legend += fmt::format(", NaN with boxes fs solid 1.0 lc rgb '{}' title {}", rgb_hex(category_rgb(h, k)),
+                          gq(h.categories[k]));
   if (as_image) {
-    s += "plot " + block + " using 1:2:3 with image notitle\n";
+    s += "plot " + block + " using 1:2:3 with image notitle" + legend + "\n";
   } else {
-    s += "plot " + block + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle\n";
+    s += "plot " + block + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle" +
+         legend + "\n";
   }
 }
 
@@ -234,7 +280,13 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   check_size("heatmap_grid", panel_px, panel_px);
   if (!available()) return skipped();
 
-  const int width = cols * panel_px;
+  // A colour-bar title written once, right of the last column (see below),
+  // gets a strip of its own: gnuplot's margin does not count its offset.
+  const bool bar_title = std::all_of(panels.begin(), panels.end(), [&](const Heatmap& h) {
+    return h.cblabel == panels.front().cblabel && !h.cblabel.empty();
+  });
+  const int bar_title_px = bar_title ? 24 : 0;
+  const int width = cols * panel_px + bar_title_px;
   // Smaller panels, smaller type, but never below 9 pt: labels must read at
   // 100 % (11 pt at 420 px and more).
   const double pt = std::clamp(panel_px / 38.0, 9.0, 11.0);
@@ -244,7 +296,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   // The panels are placed by hand (see panel_origin); the top page.px
   // pixels are left to the overall title.
   const double top = 1.0 - static_cast<double>(page.px) / height;
-  const double pw = 1.0 / cols, ph = top / rows;
+  const double pw = static_cast<double>(panel_px) / width, ph = top / rows;
   // One label rotation for every panel: the longest labels of any panel decide.
   std::size_t ylab_chars = 1, xlab_chars = 1, max_cols = 1;
   for (const Heatmap& h : panels) {
@@ -263,9 +315,21 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   // padded to one length (right-aligned, so only the margin changes) make
   // every panel's left margin the same.
   body += page.command;
+  // An axis title every panel shares is written once, left of the first
+  // column ("query") or right of the last ("weight"): between two panels it
+  // would run into the neighbour's row labels. The others write a blank, so
+  // every panel keeps the same margins and its cells the same size.
+  auto shared = [&](std::string Heatmap::*field) {
+    return std::all_of(panels.begin(), panels.end(),
+                       [&](const Heatmap& h) { return h.*field == panels.front().*field; });
+  };
+  const bool one_ylabel = shared(&Heatmap::ylabel), one_cblabel = shared(&Heatmap::cblabel);
   for (std::size_t k = 0; k < panels.size(); ++k) {
     body += panel_origin(k, cols, pw, ph, top);
     Heatmap padded = panels[k];
+    const std::size_t column = k % static_cast<std::size_t>(cols);
+    if (one_ylabel && column != 0 && !padded.ylabel.empty()) padded.ylabel = " ";
+    if (one_cblabel && column + 1 != static_cast<std::size_t>(cols) && !padded.cblabel.empty()) padded.cblabel = " ";
     if (padded.row_labels.empty())
       for (Eigen::Index i = 0; i < padded.values.rows(); ++i) padded.row_labels.push_back(std::to_string(i));
     for (std::string& label : padded.row_labels) label.insert(0, ylab_chars - std::min(ylab_chars, label.size()), ' ');
