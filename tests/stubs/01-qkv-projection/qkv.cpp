@@ -10,6 +10,24 @@
 
 namespace sa {
 
+RowVector context_vector(const Matrix& X, int64_t query_index) {
+  // TODO: score every token j against the query (a dot product of two rows of X),
+  // turn the scores into weights with softmax, and mix the rows of X with them.
+  SA_TODO("context_vector",
+          "the score of token j is the dot product of the query's row with row j (the query's own row "
+          "included); a weight is exp(its score) divided by the sum of all the exps; the context adds up "
+          "the rows of X, each times its weight. A query_index outside [0, X.rows()) is std::out_of_range");
+}
+
+SimpleAttention simple_attention(const Matrix& X) {
+  // TODO: the same for all queries at once: the score matrix, a softmax along
+  // each of its rows, then the weights times X.
+  SA_TODO("simple_attention",
+          "one matrix product gives every query's scores, (seq_len, seq_len); the softmax runs along each "
+          "row (row i belongs to query i, so it must sum to 1); one more product mixes the rows of X. Row i "
+          "must equal your context_vector(X, i)");
+}
+
 Matrix embed(const Matrix& table, const std::vector<int64_t>& ids) {
   // TODO: the embedding of each id: row ids[i] of the table becomes row i of the
   // result. Refuse an id that names no row (the header says with what).
