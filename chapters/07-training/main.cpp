@@ -10,6 +10,7 @@
 // main.cpp reads the options and runs the tasks in order; the steps of each
 // task are in task_reversal.cpp, task_corpus.cpp and task_pooling.cpp.
 #include "07-training/program.hpp"
+#include "07-training/run_cost.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
@@ -87,6 +88,8 @@ void run(int argc, char** argv) {
   if (o.task != "corpus") check_reversal_options(o);
   std::optional<CorpusInput> corpus_input;
   if (o.task != "reversal") corpus_input = read_corpus_input(o);
+  // The whole run against the budget, last: every other mistake is named first.
+  cli.check_budget(run_cost(o, corpus_input ? &corpus_input->corpus : nullptr));
 
   Figures figures(cli);
   Steps steps;
