@@ -272,6 +272,13 @@ void run(int argc, char** argv) {
   cli.add("--keys", &o.keys, "scores per row in the softmax preview", IntRange{2, 1024});
   cli.parse(argc, argv);
   check_options(o);
+  // The run against the budget: the experiment draws --samples q and k for
+  // every d_k up to --max-d-k (2 x 2 x samples x max_d_k numbers in all);
+  // 4 s of CPU and 400 MB at the largest product the check above allows.
+  cli.check_budget({0.5 + 6e-8 * 2.0 * double(o.samples) * double(o.max_d_k) +
+                        1e-7 * double(o.d_model) * double(o.d_k),
+                    8.0 * double(o.samples) * double(o.max_d_k) + 20.0 * double(o.d_model) * double(o.d_k),
+                    fmt::format("--samples {} --max-d-k {}", o.samples, o.max_d_k)});
 
   // Before any output, so a text without words is one line, not half a page.
   const auto tokens = tokenize_text(o.text);
