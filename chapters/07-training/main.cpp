@@ -54,8 +54,9 @@ void run(int argc, char** argv) {
           "given, 10 or --epochs if fewer)",
           IntRange{1, 100000});
   cli.add("--corpus", &o.corpus,
-          "corpus: the sentence file, one sentence a line; a text file of at most 1 MiB, 10000 sentences "
-          "and 32 words a sentence (default: chapters/07-training/corpus.txt)",
+          "corpus: the sentence file, one sentence a line, words lower-cased (Unicode letters too); UTF-8 text "
+          "(a byte-order mark, CRLF line ends and tabs are fine) of at most 1 MiB, 10000 sentences and 32 words "
+          "a sentence (default: chapters/07-training/corpus.txt)",
           "a file");
   cli.add("--text", &o.text, "corpus: the sentence whose attention is shown and drawn");
   cli.add("--corpus-epochs", &o.corpus_epochs, "corpus: passes over the training sentences", IntRange{1, 100000});
