@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -178,8 +179,9 @@ void run(int argc, char** argv) {
     const ch7::Options reversal;  // the setup timed: the chapter's defaults
     const double L = double(2 * reversal.digits + 1), d = double(reversal.d_model), layers = double(reversal.layers),
                  V = double(reversal.vocab);
-    const double step = ch7::train_seconds(double(kBatch) * L, d, layers, L, V);
-    const double epoch = ch7::train_seconds(double(reversal.train + reversal.test / 3) * L, d, layers, L, V);
+    const double step = ch7::train_seconds(double(kBatch) * L, d, layers, L, V) + ch7::step_seconds(1, d, layers, L, V);
+    const double epoch = ch7::train_seconds(double(reversal.train + reversal.test / 3) * L, d, layers, L, V) +
+                         ch7::step_seconds(std::ceil(double(reversal.train) / double(kBatch)), d, layers, L, V);
     RunEstimate e;
     e.seconds = double(steps) * step + double(std::max(epochs, max_epochs)) * epoch +
                 (pytorch ? 10.0 + double(torch_steps) * step : 0.0);

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +41,19 @@ inline constexpr double kOperationsPerSecond = 5e10;
 // New memory: page faults and zeroing, per byte (work spaces are new
 // memory the first time a shape is seen).
 inline constexpr double kSecondsPerNewByte = 3e-9;
+// A training step's own cost, whatever its batch: Adam updates every
+// parameter (3 ns each measured, with the gradients' zeroing), plus a fixed
+// part. It dominates with --batch 1: 5 s of CPU for a run of 3 s of tokens.
+inline constexpr double kSecondsPerStep = 2e-5;
+inline constexpr double kSecondsPerParameterUpdate = 4e-9;
+
+inline double parameter_count(double d, double layers, double L, double vocab) {
+  return layers * 12.0 * d * d + (vocab + L) * d + d * vocab;
+}
+
+inline double step_seconds(double steps, double d, double layers, double L, double vocab) {
+  return steps * (kSecondsPerStep + kSecondsPerParameterUpdate * parameter_count(d, layers, L, vocab));
+}
 
 // Operations of one training step per token (forward and backward).
 inline double train_operations_per_token(double d, double layers, double L, double vocab) {
@@ -63,8 +77,7 @@ inline double activation_bytes(double B, double L, double d, double heads, doubl
 // The parameters with their gradients and Adam's two moments, of `models`
 // models alive at once.
 inline double parameter_bytes(double d, double layers, double L, double vocab, double models) {
-  const double params = layers * 12.0 * d * d + (vocab + L) * d + d * vocab;
-  return 4.0 * 4.0 * params * models;
+  return 4.0 * 4.0 * parameter_count(d, layers, L, vocab) * models;
 }
 
 // Task 1, reversal. The main run trains --epochs epochs and evaluates the
@@ -88,7 +101,9 @@ inline RunEstimate reversal_cost(const Options& o) {
   for (int64_t len = o.digits + 1; len <= 2 * o.digits; ++len) bytes += work_space(test, double(len));
   bytes += parameter_bytes(d, layers, L, V, 5.0) + 8.0 * 3.0 * double(o.train + o.test) * (L + 1);
   RunEstimate e;
-  e.seconds = train_seconds(trained + evaluated, d, layers, L, V) + bytes * kSecondsPerNewByte;
+  const double steps = passes * std::ceil(double(o.train) / double(o.batch));
+  e.seconds = train_seconds(trained + evaluated, d, layers, L, V) + step_seconds(steps, d, layers, L, V) +
+              bytes * kSecondsPerNewByte;
   e.bytes = bytes;
   e.options = fmt::format("--epochs {} --train {} --test {} --batch {} --digits {} --d-model {} --layers {}",
                           o.epochs, o.train, o.test, o.batch, o.digits, o.d_model, o.layers);
@@ -107,7 +122,11 @@ inline RunEstimate corpus_cost(const Options& o, const Corpus& c) {
   RunEstimate e;
   // 7/8 of the sentences train, 1/8 are evaluated (a third of the cost),
   // and every model is evaluated a few more times at the end.
-  e.seconds = 6.0 * train_seconds(epochs * tokens * (7.0 / 8.0 + 1.0 / 24.0) + 4.0 * tokens, d, 1.0, L, V);
+  // A batch holds sentences of one length: at most 32 lengths each epoch
+  // end a batch early.
+  const double steps = epochs * (std::ceil(double(c.sentences.size()) * 7.0 / 8.0 / double(o.corpus_batch)) + 32.0);
+  e.seconds = 6.0 * (train_seconds(epochs * tokens * (7.0 / 8.0 + 1.0 / 24.0) + 4.0 * tokens, d, 1.0, L, V) +
+                     step_seconds(steps, d, 1.0, L, V));
   // Evaluation runs all the sentences of one length as one batch (bounded
   // here by all of them at the longest length), in each of the six models;
   // the logits alone are a vocabulary-wide row per token.
