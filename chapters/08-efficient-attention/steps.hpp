@@ -114,7 +114,8 @@ inline RunEstimate estimate_run(const Options& o) {
   s += timed(forward, 0.2) + 2 * timed(forward, 0.2) + timed(forward / 2, 0.2);  // steps 3, 4 (full and causal), 7
   s += forward + timed(2.5 * forward, 0.2) + timed(forward, 0.2);                 // step 5: the backward is 10/4 of it
   if (o.seq_len <= kNaiveMaxSeqLen) s += timed(naive_forward(T, d), 0.2);
-  s += 2 * timed(T * double(std::min(o.window, o.seq_len)) * d * 4 / kTiledOpsPerSecond, 0.2);  // local, linear
+  s += timed(4 * T * double(std::min(o.window, o.seq_len)) * d / kTiledOpsPerSecond, 0.2);  // local: T r d
+  s += timed(4 * T * d * d / kTiledOpsPerSecond, 0.2);                                      // linear: T d²
   const double n = double(o.gen_tokens);
   s += kGenerationSecondsPerCube * n * n * n;
   s += 5 * double(o.reversal_epochs) * kReversalEpochSeconds;
