@@ -512,6 +512,11 @@ void run(int argc, char** argv) {
   cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
   cli.parse(argc, argv);
   const auto tokens = tokenize_text(o.text);  // refuses an empty text before anything prints
+  // The run against the budget: drawing the (d_model, d_k) weights is the
+  // work; at the ranges' ends (4096 x 4096) 1 s of CPU and 270 MB (an AMD
+  // EPYC, one core), so within the budget whatever the options.
+  cli.check_budget({0.5 + 1e-7 * double(o.d_model) * double(o.d_k), 20.0 * double(o.d_model) * double(o.d_k),
+                    fmt::format("--d-model {} --d-k {}", o.d_model, o.d_k)});
 
   Generator gen(cli.seed);
   Figures figures(cli);

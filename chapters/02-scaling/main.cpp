@@ -272,6 +272,19 @@ void run(int argc, char** argv) {
   cli.add("--keys", &o.keys, "scores per row in the softmax preview", IntRange{2, 1024});
   cli.parse(argc, argv);
   check_options(o);
+  // The run against the budget. The experiment draws --samples q and k for
+  // every d_k up to --max-d-k (2 x 2 x samples x max_d_k numbers in all; 4 s
+  // of CPU and 400 MB at the largest product the check above allows). The
+  // softmax preview draws 1000 x --keys keys for every d_k, and holds those
+  // of the largest at once: --keys 1024 at --max-d-k 1024 is 4 GB and a
+  // minute, at 8192 33 GB (2.2e-8 s per key and column measured; 3e-8 here).
+  const double d_k_sum = 2.0 * double(o.max_d_k);  // 4 + 8 + ... + max_d_k
+  const double preview = double(kSoftmaxRows) * double(o.keys);
+  cli.check_budget({0.5 + 6e-8 * 2.0 * double(o.samples) * double(o.max_d_k) + 3e-8 * preview * d_k_sum +
+                        1e-7 * double(o.d_model) * double(o.d_k),
+                    8.0 * double(o.samples) * double(o.max_d_k) + 4.0 * preview * double(o.max_d_k) +
+                        20.0 * double(o.d_model) * double(o.d_k),
+                    fmt::format("--samples {} --max-d-k {} --keys {}", o.samples, o.max_d_k, o.keys)});
 
   // Before any output, so a text without words is one line, not half a page.
   const auto tokens = tokenize_text(o.text);

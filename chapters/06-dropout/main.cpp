@@ -165,6 +165,9 @@ void run(int argc, char** argv) {
   cli.add("--p", &o.p, "the drop probability p: each weight is zeroed with probability p", RealRange{0.0, 1.0});
   cli.add("--draws", &o.draws, "dropout draws averaged in step 4", IntRange{1, 1'000'000});
   cli.parse(argc, argv);
+  // The run against the budget: --draws masks of the 6 x 6 weights; a
+  // million take 0.4 s of CPU (one core).
+  cli.check_budget({0.3 + 1e-6 * double(o.draws), 64e6, fmt::format("--draws {}", o.draws)});
 
   const auto tokens = tokenize("the cat sat on the mat");
   const int64_t seq_len = int64_t(tokens.size());

@@ -55,6 +55,9 @@ void run(int argc, char** argv) {
   cli.add("--layer", &layer, "the layer, counted from 0", IntRange{0, 1000});
   cli.add("--head", &head, "the head, counted from 0", IntRange{0, 1000});
   cli.add("--window", &window, "local focus counts the keys within this distance of the query", IntRange{0, 1000});
+  // One forward pass of a saved model over one text: the checkpoint loader's
+  // limits bound it, so there is no budget to override.
+  cli.without_budget();
   cli.parse(argc, argv);
   if (checkpoint.empty()) {
     checkpoint = default_checkpoint_dir() + "/corpus-causal" + std::string(kCheckpointExtension);

@@ -16,6 +16,7 @@
 // Pin it to one core for stable numbers: taskset -c 0 07-training-bench
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
+#include "07-training/run_cost.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
@@ -26,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -170,6 +172,24 @@ void run(int argc, char** argv) {
   cli.parse(argc, argv);
   if (cli.given("--torch-steps") && !pytorch)
     throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
+  {
+    // The whole benchmark against the budget: the timed steps, the run to
+    // 99% (at most --max-epochs, each with its evaluation), and the twin
+    // (whose step is about the C++ one, plus Python's start).
+    const ch7::Options reversal;  // the setup timed: the chapter's defaults
+    const double L = double(2 * reversal.digits + 1), d = double(reversal.d_model), layers = double(reversal.layers),
+                 V = double(reversal.vocab);
+    const double step = ch7::train_seconds(double(kBatch) * L, d, layers, L, V) + ch7::step_seconds(1, d, layers, L, V);
+    const double epoch = ch7::train_seconds(double(reversal.train + reversal.test / 3) * L, d, layers, L, V) +
+                         ch7::step_seconds(std::ceil(double(reversal.train) / double(kBatch)), d, layers, L, V);
+    RunEstimate e;
+    e.seconds = double(steps) * step + double(std::max(epochs, max_epochs)) * epoch +
+                (pytorch ? 10.0 + double(torch_steps) * step : 0.0);
+    e.bytes = 256.0 * 1024 * 1024;  // one small model and its data
+    e.options = fmt::format("--steps {} --max-epochs {}{}", steps, std::max(epochs, max_epochs),
+                            pytorch ? fmt::format(" --torch-steps {}", torch_steps) : "");
+    cli.check_budget(e);
+  }
 
   fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);
   fmt::print("  measured on: {}\n", measure::machine_description());

@@ -318,9 +318,14 @@ void require_checkpoint_targets(const std::string& flag, const std::vector<Check
     by_dir[parent.string()] += t.bytes;
   }
   for (const auto& [dir, needed] : by_dir) {
+    // A folder made only when the first checkpoint is written: the room is
+    // that of its nearest existing parent's file system.
     std::error_code ec;
-    const fs::space_info room = fs::space(dir, ec);
-    if (ec) continue;  // a folder that does not exist yet is created and probed by the caller
+    fs::path existing = fs::absolute(dir, ec);
+    while (!fs::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+      existing = existing.parent_path();
+    const fs::space_info room = fs::space(existing, ec);
+    if (ec) continue;  // no file system to ask: the save itself will say what went wrong
     const std::string problem = checkpoint_room_problem(dir, room.available, needed);
     if (!problem.empty()) throw UsageError(fmt::format("{}: {}", flag, problem));
   }

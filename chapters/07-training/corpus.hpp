@@ -62,18 +62,71 @@ struct Corpus {
   }
 };
 
+// What a corpus line may hold, checked as the file is read so that a bad
+// byte is named with its file and line before any training (a Latin-1 "café"
+// once trained for 10 s and then failed to save). Returns "" for a clean
+// line, else what is wrong with it. UTF-8 only; no control characters but
+// the tab (C0, DEL and the C1 range U+0080..U+009F, such as U+0085, which
+// Latin-1 files and Windows code pages leave behind); no Unicode spaces
+// other than the plain space, which would otherwise hide inside a word.
+inline std::string corpus_line_problem(std::string_view line) {
+  for (std::size_t i = 0; i < line.size();) {
+    const auto b = static_cast<unsigned char>(line[i]);
+    if (b < 0x80) {
+      if (b == '\r') return "a carriage return inside the line (save it with LF or CRLF line ends)";
+      if ((b < 0x20 && b != '\t') || b == 0x7f) return fmt::format("control character 0x{:02x}", b);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: 2 to 4 bytes, no overlong form, no surrogate.
+    const std::size_t len = (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    uint32_t cp = len == 2 ? (b & 0x1fu) : len == 3 ? (b & 0x0fu) : (b & 0x07u);
+    bool valid = len > 0 && i + len <= line.size();
+    for (std::size_t k = 1; valid && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(line[i + k]);
+      valid = (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3fu);
+    }
+    const uint32_t smallest = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (!valid || cp < smallest || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return fmt::format("byte 0x{:02x} at column {} is not UTF-8 (a Latin-1 or Windows-1252 file? save it as "
+                         "UTF-8)",
+                         b, i + 1);
+    if (cp <= 0x9f) return fmt::format("control character U+{:04X}", cp);
+    const bool space = cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200b) || cp == 0x2028 ||
+                       cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000 || cp == 0xfeff;
+    if (space)
+      return fmt::format("U+{:04X} is a Unicode space or byte-order mark inside the text (use a plain space)", cp);
+    i += len;
+  }
+  return "";
+}
+
 // The corpus from its text: one sentence a line, '#' lines and blank lines
-// skipped, words lower-cased (sa::tokenize). `name` is only for messages.
+// skipped, words lower-cased (sa::tokenize: Unicode letters too, "Été" is
+// "été"). A file as editors save it reads like the clean one: a UTF-8
+// byte-order mark at the start, CRLF line ends, tabs between words and a
+// last line without its newline. `name` is only for messages.
 inline Corpus parse_corpus(std::string_view text, const std::string& name) {
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(kByteOrderMark.size());
   std::vector<std::vector<std::string>> words;
-  std::istringstream in{std::string(text)};
-  for (std::string line; std::getline(in, line);) {
-    const auto start = line.find_first_not_of(" \t\r");
-    if (start == std::string::npos || line[start] == '#') continue;
+  std::size_t line_number = 0;
+  for (std::size_t begin = 0; begin < text.size();) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF
+    if (const std::string problem = corpus_line_problem(line); !problem.empty())
+      throw UsageError(fmt::format("corpus '{}', line {}: {}", name, line_number, problem));
+    const auto start = line.find_first_not_of(" \t");
+    if (start == std::string_view::npos || line[start] == '#') continue;
     std::vector<std::string> w = tokenize(line);
     if (w.size() > kMaxSentenceWords)
-      throw UsageError(fmt::format("corpus '{}': sentence {} has {} words; at most {}", name, words.size() + 1,
-                                   w.size(), kMaxSentenceWords));
+      throw UsageError(fmt::format("corpus '{}', line {}: sentence {} has {} words; at most {}", name, line_number,
+                                   words.size() + 1, w.size(), kMaxSentenceWords));
     if (words.size() == kMaxCorpusSentences)
       throw UsageError(fmt::format("corpus '{}' has more than {} sentences", name, kMaxCorpusSentences));
     w.emplace_back(kEndToken);
@@ -90,7 +143,8 @@ inline Corpus parse_corpus(std::string_view text, const std::string& name) {
 
 // What --corpus accepts: a regular text file (checked before anything is
 // read whole, so a folder, a FIFO, a binary or a huge file gets one line,
-// not a hang or gigabytes of memory); the sentence limits are parse_corpus's.
+// not a hang or gigabytes of memory); the encoding and the sentence limits
+// are parse_corpus's.
 inline Corpus load_corpus(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -105,9 +159,12 @@ inline Corpus load_corpus(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("corpus '{}': cannot open it", path));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (unsigned char c : text)
-    if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t'))
-      throw UsageError(fmt::format("corpus '{}' is not a text file (it holds control byte 0x{:02x})", path, c));
+  // A NUL says "binary" more plainly than a line number would (UTF-16 files
+  // are full of them).
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw UsageError(fmt::format("corpus '{}' is not a text file (it holds byte 0x00 on line {}; UTF-16? save it as "
+                                 "UTF-8)",
+                                 path, 1 + std::count(text.begin(), text.begin() + std::ptrdiff_t(nul), '\n')));
   return parse_corpus(text, path);
 }
 

@@ -10,6 +10,7 @@
 // main.cpp reads the options and runs the tasks in order; the steps of each
 // task are in task_reversal.cpp, task_corpus.cpp and task_pooling.cpp.
 #include "07-training/program.hpp"
+#include "07-training/run_cost.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
@@ -53,8 +54,9 @@ void run(int argc, char** argv) {
           "given, 10 or --epochs if fewer)",
           IntRange{1, 100000});
   cli.add("--corpus", &o.corpus,
-          "corpus: the sentence file, one sentence a line; a text file of at most 1 MiB, 10000 sentences "
-          "and 32 words a sentence (default: chapters/07-training/corpus.txt)",
+          "corpus: the sentence file, one sentence a line, words lower-cased (Unicode letters too); UTF-8 text "
+          "(a byte-order mark, CRLF line ends and tabs are fine) of at most 1 MiB, 10000 sentences and 32 words "
+          "a sentence (default: chapters/07-training/corpus.txt)",
           "a file");
   cli.add("--text", &o.text, "corpus: the sentence whose attention is shown and drawn");
   cli.add("--corpus-epochs", &o.corpus_epochs, "corpus: passes over the training sentences", IntRange{1, 100000});
@@ -94,6 +96,8 @@ void run(int argc, char** argv) {
   if (corpus_input)
     for (const CheckpointTarget& t : corpus_checkpoints(o, *corpus_input)) checkpoints.push_back(t);
   require_checkpoint_targets("--checkpoint-dir", checkpoints);
+  // The whole run against the budget, last: every other mistake is named first.
+  cli.check_budget(run_cost(o, corpus_input ? &corpus_input->corpus : nullptr));
 
   Figures figures(cli);
   Steps steps;

@@ -17,16 +17,21 @@
 // first line 0,gemm_peak,<GFLOP/s>,0.
 #include "03-softmax/softmax.hpp"
 #include "08-efficient-attention/efficient.hpp"
+#include "08-efficient-attention/steps.hpp"  // the cost model of a run
 #include "sa/measure.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/rng.hpp"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,10 +93,28 @@ std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t
       errors += buf.data();
     }
   }
+  const int status = pclose(pipe.release());
   if (run.rows.size() != sizes.size()) {
-    fmt::print(stderr, "08-efficient-attention-bench: the PyTorch peer did not run (is python3-torch installed?)\n{}",
-               errors);
-    return std::nullopt;
+    // One line: what stopped it, from how it ended and its last words (a
+    // Python traceback ends with the exception), never the whole traceback.
+    const size_t done = run.rows.size();
+    std::string last;
+    std::istringstream lines(errors);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line[0] != ' ') last = line;
+    std::string why;
+    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) > 128))
+      why = fmt::format("it was killed by signal {} (out of memory?)",
+                        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status) - 128);
+    else if (last.find("MemoryError") != std::string::npos || last.find("DefaultCPUAllocator") != std::string::npos)
+      why = "it ran out of memory";
+    else if (last.find("No module named") != std::string::npos)
+      why = fmt::format("{} (apt-get install python3-torch)", last);
+    else
+      why = last.empty() ? fmt::format("it exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1) : last;
+    fmt::print(stderr, "08-efficient-attention-bench: the PyTorch peer stopped at T = {} after {} of {} sizes: {}\n",
+               sizes[done], done, sizes.size(), why);
+    if (done == 0) return std::nullopt;
   }
   return run;
 }
@@ -110,6 +133,42 @@ std::optional<double> slope(const std::vector<Row>& rows, const std::string& var
   const Row& a = *r[r.size() - 2];
   const Row& b = *r.back();
   return std::log(b.ms / a.ms) / std::log(double(b.T) / double(a.T));
+}
+
+// The whole benchmark against the budget: every size times each variant
+// (one call for its memory, then at least 3 filling --budget seconds), with
+// chapter 8's cost model; PyTorch's peer as the naive path, plus its start.
+RunEstimate estimate_bench(const std::vector<int64_t>& sizes, int64_t d_k, int64_t block, int64_t naive_max,
+                           double budget, bool pytorch) {
+  using namespace ch8::cost;
+  RunEstimate e;
+  e.seconds = 2.0;  // the matrix-product peak, twice at most
+  double largest_naive = 0;
+  for (int64_t t : sizes) {
+    const double T = double(t), forward = tiled_forward(T, double(d_k), double(block));
+    e.seconds += timed(forward, budget) + timed(forward / 2, budget) + forward + timed(2.5 * forward, budget);
+    if (t <= naive_max) {
+      e.seconds += timed(naive_forward(T, double(d_k)), budget) * (pytorch ? 2 : 1);
+      largest_naive = T;
+    }
+  }
+  if (pytorch) e.seconds += 5;  // Python and torch starting
+  const double T = double(sizes.back()), B = double(std::min<int64_t>(block, sizes.back()));
+  // Q, K, V, dO and the gradients; the naive path's two T x T matrices
+  // (PyTorch's peer holds three: 765 MB at T = 8192); a tile's work space.
+  e.bytes = 4.0 * (10 * T * double(d_k) + (pytorch ? 3 : 2) * largest_naive * largest_naive + 3 * B * B);
+  e.options = fmt::format("--min-seq-len {} --max-seq-len {} --naive-max-seq-len {} --d-k {} --block {} --budget {}{}",
+                          sizes.front(), sizes.back(), naive_max, d_k, block, budget, pytorch ? " --pytorch" : "");
+  return e;
+}
+
+// --pytorch needs /usr/bin/python3 with torch: asked before any timing, so
+// a missing package is one line, not a traceback after minutes of work.
+void require_pytorch() {
+  const int status = std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1");
+  if (status != 0)
+    throw UsageError("--pytorch needs /usr/bin/python3 with torch, which cannot import it here (apt-get install "
+                     "python3-torch)");
 }
 
 void run(int argc, char** argv) {
@@ -149,28 +208,52 @@ void run(int argc, char** argv) {
 
   std::vector<int64_t> sizes;
   for (int64_t T = min_T; T <= max_T; T *= 2) sizes.push_back(T);
+  // PyTorch's peer is the plain matmul-softmax-matmul: the naive path's
+  // memory, so --naive-max-seq-len bounds it too.
+  std::vector<int64_t> torch_sizes;
+  for (int64_t T : sizes)
+    if (T <= naive_max) torch_sizes.push_back(T);
+  if (pytorch && torch_sizes.empty())
+    throw UsageError(fmt::format("--pytorch times PyTorch's plain attention, which holds T x T matrices like the naive "
+                                 "path, and --naive-max-seq-len {} is below every T from --min-seq-len {}",
+                                 naive_max, min_T));
+  cli.check_budget(estimate_bench(sizes, d_k, block, naive_max, budget, pytorch));
+  if (pytorch) require_pytorch();
+
+  // T doubles from --min-seq-len: a --max-seq-len off that ladder is not
+  // measured itself, and the reader is told which sizes are.
+  std::string ladder = fmt::format("T = {}", fmt::join(sizes, ", "));
+  if (sizes.back() != max_T) ladder += fmt::format(" (doubling from --min-seq-len; --max-seq-len {} itself is not one of them)", max_T);
 
   Generator gen(cli.seed);
   const double peak = measure::gemm_peak_gflops(gen);
-  if (csv) fmt::print("0,gemm_peak,{:.2f},0\n", peak);
-  else {
+  if (csv) {
+    fmt::print("0,gemm_peak,{:.2f},0\n", peak);
+    if (sizes.back() != max_T) fmt::print(stderr, "08-efficient-attention-bench: measuring {}\n", ladder);
+  } else {
     fmt::print("Chapter 8 benchmark: attention with d_k = {}, tiles of {} x {}, one core, seed {}\n", d_k, block, block,
                cli.seed);
     fmt::print("  measured on: {}\n", measure::machine_description());
     fmt::print("  this core's float matrix-product peak (Eigen, 1024 x 1024 x 1024, median): {:.1f} GFLOP/s\n", peak);
     fmt::print("  times are medians of at least 3 runs; extra memory is the peak resident size a call added beyond\n"
-               "  its inputs and outputs\n\n");
+               "  its inputs and outputs\n");
+    fmt::print("  sizes: {}\n\n", ladder);
     fmt::print("  {:>6}  {:<15} {:>11} {:>9} {:>7}  {:>12}\n", "T", "variant", "median ms", "GFLOP/s", "% peak",
                "extra memory");
   }
 
   std::vector<Row> rows;
+  // The peak is one timing of a matrix product: on a busy machine it comes
+  // out low and every share of it high (131 to 156% were printed once).
+  // A share above 100% proves the peak wrong, so it is not printed.
+  bool over_peak = false;
   auto record = [&](Row r) {
     if (csv) fmt::print("{},{},{:.4f},{}\n", r.T, r.variant, r.ms, r.extra ? *r.extra : -1);
     else {
-      const double gflops = r.flops / (r.ms * 1e6);
-      fmt::print("  {:>6}  {:<15} {:>11.3f} {:>9.1f} {:>6.0f}%  {:>12}\n", r.T, r.variant, r.ms, gflops,
-                 100.0 * gflops / peak, mib(r.extra));
+      const double gflops = r.flops / (r.ms * 1e6), share = 100.0 * gflops / peak;
+      over_peak = over_peak || share > 100.0;
+      fmt::print("  {:>6}  {:<15} {:>11.3f} {:>9.1f} {:>7}  {:>12}\n", r.T, r.variant, r.ms, gflops,
+                 share > 100.0 ? "n/a*" : fmt::format("{:.0f}%", share), mib(r.extra));
     }
     std::fflush(stdout);
     rows.push_back(std::move(r));
@@ -202,16 +285,31 @@ void run(int argc, char** argv) {
 
   std::optional<PyTorchRun> torch;
   if (pytorch) {
-    torch = run_pytorch(sizes, d_k, budget);
+    torch = run_pytorch(torch_sizes, d_k, budget);
     if (torch)
       for (const Row& r : torch->rows) record(r);
   }
   if (csv) return;
 
-  fmt::print("\n  growth of time with T (exponent b of T^b, from the two largest sizes):");
-  for (const char* v : {"naive", "tiled", "tiled_causal", "tiled_backward", "pytorch"})
-    if (const auto b = slope(rows, v)) fmt::print(" {} {:.2f}", v, *b);
-  fmt::print("\n");
+  if (over_peak) {
+    const double again = measure::gemm_peak_gflops(gen);
+    fmt::print("\n  * n/a: faster than the peak measured at the start ({:.1f} GFLOP/s; {:.1f} measured again now), so that "
+               "peak\n    measurement was disturbed (another process on this core?): no share of it is printed.\n",
+               peak, again);
+  }
+  std::string growth;
+  std::vector<std::string> single;
+  for (const char* v : {"naive", "tiled", "tiled_causal", "tiled_backward", "pytorch"}) {
+    if (const auto b = slope(rows, v)) growth += fmt::format(" {} {:.2f}", v, *b);
+    else if (std::count_if(rows.begin(), rows.end(), [&](const Row& r) { return r.variant == v; }) == 1)
+      single.push_back(v);
+  }
+  if (growth.empty())
+    fmt::print("\n  growth of time with T: not measured, one size only (give --max-seq-len at least twice "
+               "--min-seq-len)\n");
+  else
+    fmt::print("\n  growth of time with T (exponent b of T^b, from the two largest sizes):{}{}\n", growth,
+               single.empty() ? "" : fmt::format("; {} at one size only", fmt::join(single, ", ")));
 
   // The causal pass against the full one: close to half at large T.
   const Row* last_tiled = nullptr;
@@ -239,6 +337,9 @@ void run(int argc, char** argv) {
     if (r.variant == "tiled") tiled_ms[r.T] = r.ms;
   for (const Row& r : torch->rows) fmt::print(" T={} {:.2f}x", r.T, r.ms / tiled_ms[r.T]);
   fmt::print("\n");
+  if (torch_sizes.size() < sizes.size())
+    fmt::print("  (PyTorch's plain attention ran up to T = {}, --naive-max-seq-len; it holds T x T matrices)\n",
+               torch_sizes.back());
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ void run(int argc, char** argv) {
           IntRange{1, 100});
   cli.parse(argc, argv);
   check_work(o);
+  cli.check_budget(estimate_run(o));
 
   Figures figures(cli);
   Generator gen(cli.seed);

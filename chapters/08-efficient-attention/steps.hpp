@@ -15,6 +15,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,17 +43,24 @@ struct Options {
   int64_t reversal_epochs = 10;
 };
 
+// Step 1 times both paths for T = 64, 128, ..., kSweepMaxSeqLen, with
+// --block: the tile bound holds for it as for --seq-len.
+inline constexpr int64_t kSweepMaxSeqLen = 8192;
+
 // Throws UsageError naming the flags when o asks for more than the bounds.
 inline void check_work(const Options& o) {
   if (o.block > o.seq_len)
     throw UsageError(fmt::format("--block {} is larger than --seq-len {}: one tile would hold the whole sequence, "
                                  "which is the naive computation (use --block {} or less)",
                                  o.block, o.seq_len, o.seq_len));
-  const int64_t tiles_per_side = (o.seq_len + o.block - 1) / o.block;
+  // The longest sequence a run cuts into tiles: --seq-len, or step 1's sweep.
+  const int64_t longest = std::max(o.seq_len, kSweepMaxSeqLen);
+  const int64_t tiles_per_side = (longest + o.block - 1) / o.block;
   if (tiles_per_side * tiles_per_side > kMaxTiles)
-    throw UsageError(fmt::format("--block {} cuts seq_len {} into {} x {} tiles; at most {} are allowed (use --block {} "
+    throw UsageError(fmt::format("--block {} cuts seq_len {}{} into {} x {} tiles; at most {} are allowed (use --block {} "
                                  "or more)",
-                                 o.block, o.seq_len, tiles_per_side, tiles_per_side, kMaxTiles, (o.seq_len + 1023) / 1024));
+                                 o.block, longest, longest == o.seq_len ? "" : " (step 1's largest)", tiles_per_side,
+                                 tiles_per_side, kMaxTiles, (longest + 1023) / 1024));
   if (o.seq_len * o.seq_len * o.d_k > kMaxScoreWork)
     throw UsageError(fmt::format("--seq-len {} with --d-k {} asks for {:.2e} operations per forward; at most {:.2e} "
                                  "(seq_len² · d_k <= 2^38, about 10 s on one core)",
@@ -59,6 +68,69 @@ inline void check_work(const Options& o) {
                                  4.0 * double(kMaxScoreWork)));
 }
 
+// ---- The whole run's cost, for sa::Cli::check_budget ----------------------
+// check_work bounds one forward pass; the program runs many: step 1 times
+// both paths at eight lengths, steps 3 to 5 and 7 time several passes at
+// --seq-len (each timing is one call to measure its memory, then a median of
+// at least 3 calls filling 0.1 or 0.2 s), step 6 generates --gen-tokens
+// tokens from scratch, step 7 trains chapter 7's reversal model five times
+// for --reversal-epochs epochs. Constants measured on the book's machine (an
+// AMD EPYC, family 25, AVX2, one core) and rounded up: the default run is
+// estimated at 35 s and takes 22 s of CPU, --gen-tokens 1024 98 s against
+// 75 s, --seq-len 8192 --d-k 128 66 s against 39 s, --reversal-epochs 30
+// 75 s against 60 s.
+namespace cost {
+inline constexpr double kTiledOpsPerSecond = 4e10;     // the 4 T² d_k operations of a tiled forward
+inline constexpr double kSecondsPerTile = 2e-6;        // a tile's fixed work (its row maxima, rescaling)
+inline constexpr double kTiledSecondsPerScore = 2e-9;  // exp of each score, and tiles that spill the cache
+inline constexpr double kNaiveOpsPerSecond = 2e10;     // the same operations through chapter 3's attention
+inline constexpr double kSecondsPerScore = 6e-9;       // its exp and two T x T matrices, per score
+inline constexpr double kSecondsPerFreshByte = 5e-10;  // a work space's new pages (about 2 us a 4 KiB page here)
+inline constexpr double kGenerationSecondsPerCube = 6e-8;  // step 6 from scratch: n steps over up to n rows, n³
+inline constexpr double kReversalEpochSeconds = 0.45;  // step 7: one epoch of chapter 7's reversal task (0.38 s measured)
+inline constexpr double kFixedSeconds = 4;             // the rest: the small examples, step 6's trained model
+
+inline double tiled_forward(double T, double d_k, double block) {
+  const double tiles = std::ceil(T / block) * std::ceil(T / block), tile = std::min(block, T);
+  return 4 * T * T * d_k / kTiledOpsPerSecond + tiles * kSecondsPerTile + T * T * kTiledSecondsPerScore +
+         4 * tile * tile * kSecondsPerFreshByte;
+}
+inline double naive_forward(double T, double d_k) {
+  return 4 * T * T * d_k / kNaiveOpsPerSecond + T * T * (kSecondsPerScore + 8 * kSecondsPerFreshByte);
+}
+// One timing: a call that measures the memory, then at least 3 more and as
+// many as fill `budget` seconds (at most 50).
+inline double timed(double call, double budget) { return call + std::max(3 * call, std::min(budget, 50 * call)); }
+}  // namespace cost
+
+inline RunEstimate estimate_run(const Options& o) {
+  using namespace cost;
+  const double T = double(o.seq_len), d = double(o.d_k), B = double(o.block);
+  double s = kFixedSeconds;
+  for (int64_t t = 64; t <= kSweepMaxSeqLen; t *= 2) {  // step 1
+    s += timed(tiled_forward(double(t), d, B), 0.1);
+    if (t <= kNaiveMaxSeqLen) s += timed(naive_forward(double(t), d), 0.1);
+  }
+  const double forward = tiled_forward(T, d, B);
+  s += timed(forward, 0.2) + 2 * timed(forward, 0.2) + timed(forward / 2, 0.2);  // steps 3, 4 (full and causal), 7
+  s += forward + timed(2.5 * forward, 0.2) + timed(forward, 0.2);                 // step 5: the backward is 10/4 of it
+  if (o.seq_len <= kNaiveMaxSeqLen) s += timed(naive_forward(T, d), 0.2);
+  s += timed(4 * T * double(std::min(o.window, o.seq_len)) * d / kTiledOpsPerSecond, 0.2);  // local: T r d
+  s += timed(4 * T * d * d / kTiledOpsPerSecond, 0.2);                                      // linear: T d²
+  const double n = double(o.gen_tokens);
+  s += kGenerationSecondsPerCube * n * n * n;
+  s += 5 * double(o.reversal_epochs) * kReversalEpochSeconds;
+  RunEstimate e;
+  e.seconds = s;
+  // Q, K, V, dO and the gradients at --seq-len; the naive path's two T x T
+  // matrices (step 1 always reaches T = 4096); a tile's work space.
+  const double naive_T = double(std::min(o.seq_len, kNaiveMaxSeqLen));
+  e.bytes = 4.0 * (10 * T * d + 2 * std::max(naive_T, double(kNaiveMaxSeqLen)) * std::max(naive_T, double(kNaiveMaxSeqLen)) +
+                   3 * std::min(B, T) * std::min(B, T));
+  e.options = fmt::format("--seq-len {} --d-k {} --block {} --gen-tokens {} --reversal-epochs {}", o.seq_len, o.d_k,
+                          o.block, o.gen_tokens, o.reversal_epochs);
+  return e;
+}
 
 // The small example every value of steps 2 to 5 and 7 is printed for:
 // seq_len 10, d_k 4, tiles of 4 (so the last tile holds only 2 rows).

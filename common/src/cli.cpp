@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <new>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -37,6 +40,39 @@ std::string describe(RealRange r) {
 
 }  // namespace
 
+double budget_seconds() {
+  // Only the tests set it (a smaller budget proves the estimates at a
+  // small scale); a value that is not a positive number is a test's bug.
+  if (const char* env = std::getenv("SA_BUDGET_SECONDS")) {
+    char* end = nullptr;
+    const double s = std::strtod(env, &end);
+    if (end != env && *end == 0 && std::isfinite(s) && s > 0) return s;
+    throw UsageError(fmt::format("SA_BUDGET_SECONDS must be a positive number of seconds, got '{}'", env));
+  }
+  return kBudgetSeconds;
+}
+
+double budget_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (meminfo >> key >> kib)
+    if (key == "MemTotal:") return std::min(kBudgetBytes, kib * 1024 / 2);
+  return kBudgetBytes;
+}
+
+std::string duration_str(double s) {
+  if (s < 90) return fmt::format("{:.0f} s", s);
+  if (s < 90 * 60) return fmt::format("{:.0f} min", s / 60);
+  return fmt::format("{:.1f} h", s / 3600);
+}
+
+std::string memory_str(double bytes) {
+  constexpr double MiB = 1024.0 * 1024.0;
+  if (bytes < 1024 * MiB) return fmt::format("{:.0f} MiB", bytes / MiB);
+  return fmt::format("{:.1f} GiB", bytes / (1024 * MiB));
+}
+
 Cli::Cli(std::string chapter, std::string summary, std::string program)
     // Figures go to the build tree by default: a run with other options must
     // never overwrite the committed figures in plots/, which `./book plots`
@@ -56,6 +92,24 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
                         seed = s;
                       }});
   add("--plots-dir", &plots_dir, "folder the figures are written to (created if needed)", "a folder");
+  // (print_help lists it last, with the budget it overrides.)
+  add_flag("--i-know-it-is-big", &big_ok, "");
+}
+
+void Cli::check_budget(const RunEstimate& e) const {
+  const double max_s = budget_seconds(), max_bytes = budget_bytes();
+  if (big_ok) return;
+  const std::string how = "(--i-know-it-is-big runs it anyway)";
+  if (e.bytes > max_bytes)
+    throw UsageError(fmt::format("{} would need about {} of memory; the budget of a run is {} {}", e.options,
+                                 memory_str(e.bytes), memory_str(max_bytes), how));
+  if (e.seconds > max_s)
+    throw UsageError(fmt::format("{} would take about {} on one core; the budget of a run is {} {}", e.options,
+                                 duration_str(e.seconds), duration_str(max_s), how));
+}
+
+void Cli::without_budget() {
+  std::erase_if(options_, [](const Option& o) { return o.flag == "--i-know-it-is-big"; });
 }
 
 void Cli::add(const std::string& flag, int64_t* target, const std::string& help, IntRange range) {
@@ -138,13 +192,22 @@ void Cli::print_help() const {
   fmt::print("usage: {} [options]\n\n", program_);
   say(summary_);
   fmt::print("\noptions:\n");
+  const Option* big = nullptr;
   for (const auto& o : options_) {
+    if (o.flag == "--i-know-it-is-big") {
+      big = &o;
+      continue;
+    }
     const std::string lhs = o.takes_value ? o.flag + " VALUE" : o.flag;
     std::string dflt =
         o.default_text.empty() ? "" : fmt::format(" (default: {})", o.flag == "--plots-dir" ? "build/plots/" + chapter_ + "; ./book plots draws the committed plots/" + chapter_ : o.default_text);
     if (!o.limits.empty()) dflt += "; " + o.limits;
     fmt::print("  {:<22} {}{}\n", lhs, o.help, dflt);
   }
+  if (big)
+    fmt::print("  {:<22} run even when the estimate of the whole run passes the budget: {} on one core, {} of "
+               "memory (without it such a run is refused before it starts)\n",
+               big->flag, duration_str(kBudgetSeconds), memory_str(budget_bytes()));
 }
 
 void Cli::parse(int argc, char** argv) {
@@ -184,25 +247,45 @@ void Cli::parse(int argc, char** argv) {
     option->set(value);
   }
   given_ = std::move(seen);
-  if (plots) require_writable_dir("--plots-dir", plots_dir);
+  if (plots) require_writable_dir("--plots-dir", plots_dir, kFiguresFreeBytes);
 }
 
-void require_writable_dir(const std::string& flag, const std::string& dir) {
+void require_writable_dir(const std::string& flag, const std::string& dir, double min_free_bytes) {
   namespace fs = std::filesystem;
   if (dir.empty()) throw UsageError(fmt::format("{} is empty: give a folder", flag));
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw UsageError(fmt::format("{} '{}' is not a folder", flag, dir));
-  // Make it now (the program would anyway), then prove it takes a file:
-  // permission bits alone would not tell (root ignores them; /proc and
-  // read-only file systems refuse anyway).
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError(fmt::format("{} '{}' cannot be created: {}", flag, dir, ec.message()));
-  std::string probe = (fs::path(dir) / ".write-test-XXXXXX").string();
+  // The nearest folder that exists: `dir` itself, or the parent it would be
+  // created in. Every part of the path on the way must be a folder.
+  fs::path target = fs::absolute(fs::path(dir), ec).lexically_normal();
+  if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();  // "plots/"
+  fs::path existing = target;
+  while (!fs::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (!fs::is_directory(existing, ec)) {
+    if (existing == target) throw UsageError(fmt::format("{} '{}' is not a folder", flag, dir));
+    throw UsageError(fmt::format("{} '{}' cannot be created: '{}' is not a folder", flag, dir, existing.string()));
+  }
+  // Prove that it takes a file, without leaving one: permission bits alone
+  // would not tell (root ignores them; /proc and read-only file systems
+  // refuse anyway). The folder itself is not created here.
+  const bool exists = existing == target;
+  std::string probe = (existing / ".write-test-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0) throw UsageError(fmt::format("{} '{}' is not writable: {}", flag, dir, std::strerror(errno)));
+  if (fd < 0)
+    throw UsageError(exists ? fmt::format("{} '{}' is not writable: {}", flag, dir, std::strerror(errno))
+                            : fmt::format("{} '{}' cannot be created: '{}' is not writable: {}", flag, dir,
+                                          existing.string(), std::strerror(errno)));
   ::close(fd);
   fs::remove(probe, ec);
+  struct statvfs disk {};
+  if (min_free_bytes > 0 && ::statvfs(existing.c_str(), &disk) == 0) {
+    const double free_bytes = double(disk.f_bavail) * double(disk.f_frsize);
+    if (free_bytes < min_free_bytes)
+      throw UsageError(fmt::format("{} '{}' is on a disk with {} free; at least {} are needed (the disk is full?)",
+                                   flag, dir, free_bytes < 1024 * 1024 ? fmt::format("{:.0f} KiB", free_bytes / 1024)
+                                                                       : memory_str(free_bytes),
+                                   memory_str(min_free_bytes)));
+  }
 }
 
 int run_program(const std::string& chapter, const std::function<void()>& body) {
@@ -221,6 +304,10 @@ int run_program(const std::string& chapter, const std::function<void()>& body) {
                "\n{}: {}\n  hint: {}\n  (this program links your exercises; `./book track solutions` switches back)\n",
                chapter, e.what(), e.hint());
     return 3;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: error: out of memory (a run past its budget, allowed by --i-know-it-is-big?)\n", chapter);
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: error: {}\n", chapter, e.what());
     return 1;

@@ -4,15 +4,93 @@
 
 #include <fmt/core.h>
 
+#include <locale.h>
+#include <wctype.h>
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
 
 namespace sa {
 
+namespace {
+
+// One UTF-8 sequence at text[i]: its code point and length, or length 0
+// when the bytes there are not valid UTF-8 (overlong, a surrogate, past
+// U+10FFFF, cut short).
+struct Decoded {
+  char32_t cp = 0;
+  std::size_t len = 0;
+};
+Decoded decode_utf8(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  const std::size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (len == 0 || i + len > text.size()) return {};
+  char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return {};
+    cp = (cp << 6) | (byte(i + k) & 0x3f);
+  }
+  static constexpr char32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kSmallest[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return {};
+  return {cp, len};
+}
+
+void encode_utf8(char32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xc0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += char(0xe0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xf0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3f));
+    out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  }
+}
+
+// glibc's C.UTF-8 (Debian 12, Ubuntu 22.04 and later) carries Unicode's
+// case tables whatever the reader's own locale is; null when it is missing.
+locale_t unicode_ctype() {
+  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t(nullptr));
+  return loc;
+}
+
+}  // namespace
+
 std::string lower_case(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::string lower;
+  lower.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {  // ASCII: no table needed
+      lower += char(std::tolower(b));
+      ++i;
+      continue;
+    }
+    const Decoded d = decode_utf8(text, i);
+    if (d.len == 0) {  // not UTF-8: left as it is (a corpus is checked before it gets here)
+      lower += char(b);
+      ++i;
+      continue;
+    }
+    char32_t cp = d.cp;
+    if (const locale_t loc = unicode_ctype()) {
+      cp = char32_t(towlower_l(wint_t(cp), loc));
+    } else {
+      throw UsageError(fmt::format("'{}' is not ASCII, and this system has no C.UTF-8 locale to lower-case it "
+                                   "with: write the text in lower case ASCII",
+                                   text.substr(i, d.len)));
+    }
+    encode_utf8(cp, lower);
+    i += d.len;
+  }
   return lower;
 }
 
@@ -34,13 +112,13 @@ std::vector<std::string> tokenize_text(std::string_view text) {
 
 Vocabulary::Vocabulary(const std::vector<std::string>& tokens) {
   for (const auto& t : tokens)
-    if (std::find(words_.begin(), words_.end(), t) == words_.end()) words_.push_back(t);
+    if (index_.emplace(t, int64_t(words_.size())).second) words_.push_back(t);
 }
 
 int64_t Vocabulary::id(const std::string& word) const {
-  auto it = std::find(words_.begin(), words_.end(), word);
-  if (it == words_.end()) throw UsageError("unknown token '" + word + "': it is not in the vocabulary");
-  return int64_t(it - words_.begin());
+  const auto it = index_.find(word);
+  if (it == index_.end()) throw UsageError("unknown token '" + word + "': it is not in the vocabulary");
+  return it->second;
 }
 
 std::vector<int64_t> Vocabulary::ids(const std::vector<std::string>& tokens) const {

@@ -9,8 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <new>
 #include <limits>
 #include <vector>
 
@@ -204,6 +207,59 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
 }
 
+TEST_CASE("Cli: a figure folder is probed but not created, so a run refused for another option leaves none behind",
+          "[common][cli]") {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(SA_BINARY_DIR) / "tests" / "scratch" / "probe-parent";
+  fs::remove_all(parent);
+  fs::create_directories(parent);
+  const fs::path wanted = parent / "new" / "deeper";
+  CHECK(usage_error({"--plots-dir", wanted.string()}).empty());
+  CHECK_FALSE(fs::exists(parent / "new"));
+  CHECK(fs::is_empty(parent));  // and the write probe is gone
+  CHECK(usage_error({"--plots-dir", (parent / "new" / "").string()}).empty());  // a trailing slash
+  CHECK_FALSE(fs::exists(parent / "new"));
+  // An existing folder is probed in place.
+  CHECK(usage_error({"--plots-dir", parent.string()}).empty());
+  CHECK(fs::is_empty(parent));
+  // A folder under /proc cannot be made: said before any work, as before.
+  CHECK(usage_error({"--plots-dir", "/proc/sa-figures"}).rfind("--plots-dir '/proc/sa-figures' cannot be created", 0) == 0);
+}
+
+TEST_CASE("Cli: a run whose estimate passes the budget is refused with one line, unless --i-know-it-is-big",
+          "[common][cli]") {
+  const auto refusal = [](std::vector<std::string> words, const RunEstimate& e) {
+    Cli cli("00-test", "test");
+    Args a(std::move(words));
+    cli.parse(a.argc(), a.argv());
+    try {
+      cli.check_budget(e);
+    } catch (const UsageError& err) {
+      return std::string(err.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal({}, {599, 1e6, "--n 1"}).empty());
+  CHECK(refusal({}, {1500, 1e6, "--n 2 --m 3"}) ==
+        "--n 2 --m 3 would take about 25 min on one core; the budget of a run is 10 min (--i-know-it-is-big runs it "
+        "anyway)");
+  CHECK(refusal({}, {3 * 3600, 1e6, "--n 4"}).find("about 3.0 h on one core") != std::string::npos);
+  // Memory is checked first: it ends a run with std::bad_alloc (or the
+  // kernel's killer) where time only ends the reader's patience.
+  CHECK(refusal({}, {1500, 1e12, "--n 5"}).rfind("--n 5 would need about 931.3 GiB of memory; the budget of a run is ",
+                                                 0) == 0);
+  CHECK(refusal({"--i-know-it-is-big"}, {1e6, 1e12, "--n 6"}).empty());
+  CHECK(budget_bytes() <= kBudgetBytes);
+  // The tests' smaller budget (tests/inputs/fuzz_options.sh).
+  ::setenv("SA_BUDGET_SECONDS", "5", 1);
+  CHECK(refusal({}, {6, 1e6, "--n 7"}) ==
+        "--n 7 would take about 6 s on one core; the budget of a run is 5 s (--i-know-it-is-big runs it anyway)");
+  ::setenv("SA_BUDGET_SECONDS", "five", 1);
+  CHECK_THROWS_WITH(budget_seconds(), "SA_BUDGET_SECONDS must be a positive number of seconds, got 'five'");
+  ::unsetenv("SA_BUDGET_SECONDS");
+  CHECK(budget_seconds() == kBudgetSeconds);
+}
+
 TEST_CASE("Cli: an empty text is refused, not taken as the default, and --help takes no value", "[common][cli]") {
   const auto refused = [](std::vector<std::string> words) {
     Cli cli("00-test", "test");
@@ -239,6 +295,7 @@ TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {
   CHECK(run_program("00-test", [] { throw std::invalid_argument("bad"); }) == 2);
   CHECK(run_program("00-test", [] { SA_TODO("f", "h"); }) == 3);
   CHECK(run_program("00-test", [] { throw std::runtime_error("x"); }) == 1);
+  CHECK(run_program("00-test", [] { throw std::bad_alloc(); }) == 1);  // "out of memory", not "std::bad_alloc"
 }
 
 TEST_CASE("tokenize and Vocabulary: first-appearance ids", "[common][text]") {

@@ -264,3 +264,50 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   CHECK_THROWS_AS(plot::surface_grid(path, "t", 1, 2, {surf, thin}), std::invalid_argument);
   CHECK_FALSE(fs::exists(path));
 }
+
+namespace {
+// The files of `dir` whose name marks a figure's temporary (".NAME.tmp-...").
+int temporaries_in(const fs::path& dir) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) n += entry.path().filename().string().find(".tmp-") != std::string::npos;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("plot: a figure is written under a temporary name and renamed once complete", "[common][plot]") {
+  if (!plot::available()) return;  // nothing is drawn without gnuplot
+  const fs::path dir = scratch_dir() / "rename";
+  fs::remove_all(dir);
+  const std::string path = (dir / "w.png").string();
+  REQUIRE(plot::heatmap(path, plot::weights_heatmap("w", causal_weights(), kTokens)) == path);
+  CHECK(is_complete_png(path));
+  CHECK(temporaries_in(dir) == 0);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
+}
+
+// Hidden from the normal run ([.]): it needs a small disk of its own, which
+// tests/inputs/full_disk.sh mounts (a tmpfs in a user namespace) and names
+// in SA_FULL_DISK_DIR.
+TEST_CASE("plot: on a full disk a figure fails saying so, and the old figure stays whole", "[.][full-disk]") {
+  const char* env = std::getenv("SA_FULL_DISK_DIR");
+  REQUIRE(env != nullptr);
+  REQUIRE(plot::available());
+  const fs::path dir = env;
+  const std::string path = (dir / "old.png").string();
+  REQUIRE(plot::heatmap(path, plot::weights_heatmap("old", causal_weights(), kTokens)) == path);
+  const auto old_size = fs::file_size(path);
+  {  // fill the disk
+    std::ofstream filler(dir / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    for (int i = 0; i < 1 << 20 && filler.write(block.data(), long(block.size())); ++i) filler.flush();
+  }
+  try {
+    plot::heatmap(path, plot::weights_heatmap("new", causal_weights(), kTokens));
+    FAIL("a figure was drawn on a full disk");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("the disk is full"));
+  }
+  CHECK(is_complete_png(path));
+  CHECK(fs::file_size(path) == old_size);
+  CHECK(temporaries_in(dir) == 0);
+}

@@ -73,5 +73,50 @@ refuse 08-efficient-attention-bench "--block 512 is larger than --min-seq-len 25
 refuse 08-efficient-attention-bench "--min-seq-len 1024 is larger than --max-seq-len 512" --min-seq-len 1024 \
   --max-seq-len 512
 
+# Limits that hold one by one but not together: the whole run is estimated
+# before it starts, and a run over the budget (10 min on one core, 4 GiB)
+# is refused naming its options, unless --i-know-it-is-big.
+refuse 08-efficient-attention "--block 1 cuts seq_len 8192 (step 1's largest) into 8192 x 8192 tiles" \
+  --seq-len 16 --block 1 --no-plots
+refuse 08-efficient-attention "--block 4 cuts seq_len 8192 (step 1's largest)" --seq-len 16 --block 4 --no-plots
+refuse 08-efficient-attention "on one core; the budget of a run is 10 min (--i-know-it-is-big runs it anyway)" \
+  --seq-len 65536 --no-plots
+refuse 08-efficient-attention "--gen-tokens 1024 --reversal-epochs 100 would take about" \
+  --seq-len 32768 --d-k 256 --gen-tokens 1024 --reversal-epochs 100 --no-plots
+refuse 02-scaling "--samples 2 --max-d-k 8192 --keys 1024 would need about" --keys 1024 --max-d-k 8192 --samples 2 \
+  --no-plots
+# (about 4 min: within the budget of 10, but not within a test's budget of 1)
+SA_BUDGET_SECONDS=60 refuse 03-softmax "--samples 1000000 would take about" --samples 1000000 --no-plots
+refuse 07-training "would need about" --task reversal --d-model 1024 --batch 100000 --train 1000000 --digits 64 \
+  --heads 1 --layers 16 --no-plots
+refuse 07-training "--epochs 100000" --task reversal --epochs 100000 --no-plots
+refuse 07-training "--corpus-epochs 100000" --task corpus --corpus-epochs 100000 --no-plots
+refuse 07-training-bench "--steps 100000 --max-epochs 1000 would take about" --steps 100000 --max-epochs 1000
+refuse 08-efficient-attention-bench "would take about" --max-seq-len 32768 --d-k 256 --budget 60
+refuse 08-efficient-attention-bench "--pytorch times PyTorch's plain attention" --pytorch --naive-max-seq-len 0 \
+  --min-seq-len 8192
+refuse 07-training-analyze "unknown option '--i-know-it-is-big'" --i-know-it-is-big
+
+# A corpus file as readers have them: the encoding is checked as it is read,
+# naming the file and the line, before any training.
+scratch=$(mktemp -d)
+printf 'the cat sat\nthe caf\xe9 is open\n' >"$scratch/latin1.txt"
+refuse 07-training "corpus '$scratch/latin1.txt', line 2: byte 0xe9 at column 8 is not UTF-8" \
+  --task corpus --corpus "$scratch/latin1.txt" --no-plots
+printf 'the cat\x7f sat\n' >"$scratch/del.txt"
+refuse 07-training "corpus '$scratch/del.txt', line 1: control character 0x7f" --task corpus --corpus "$scratch/del.txt" \
+  --no-plots
+
+# Every option is checked before a folder is made: a refused run leaves none.
+refuse 04-multi-head "--n-heads" --n-heads 7 --plots-dir "$scratch/new/figures"
+refuse 07-training "--corpus-d-model 30 is not divisible by --corpus-heads 4" --corpus-d-model 30 \
+  --checkpoint-dir "$scratch/new/checkpoints" --plots-dir "$scratch/new/figures"
+ran=$((ran + 1))
+if [ -e "$scratch/new" ]; then
+  failed=$((failed + 1))
+  echo "FAIL: a refused run left the folder $scratch/new behind"
+fi
+rm -rf "$scratch"
+
 echo "$ran bad command lines, $failed not refused as they should be"
 [ "$failed" -eq 0 ]

@@ -36,6 +36,28 @@ struct RealRange {
   bool max_open = false;
 };
 
+// What a whole run will cost, estimated from its options before it starts
+// (Cli::check_budget). `options` names the options that drive the estimate,
+// as the reader typed them: "--seq-len 65536 --gen-tokens 1024".
+struct RunEstimate {
+  double seconds = 0;  // on one core (the book's machine: an AMD EPYC with AVX2)
+  double bytes = 0;    // the most memory in use at once
+  std::string options;
+};
+
+// The budget of one run, said in every --help: a reader's typo must never
+// cost an hour or the machine's memory. 10 minutes on one core, and 4 GiB or
+// half the machine's memory, whichever is less. The tests shrink the time
+// budget with the environment variable SA_BUDGET_SECONDS, to prove at a
+// small scale that the estimates hold (tests/inputs/fuzz_options.sh).
+inline constexpr double kBudgetSeconds = 600;
+inline constexpr double kBudgetBytes = 4.0 * 1024 * 1024 * 1024;
+double budget_seconds();  // kBudgetSeconds, or SA_BUDGET_SECONDS when set
+double budget_bytes();    // min(kBudgetBytes, MemTotal / 2)
+// "25 min", "40 s", "1.2 h"; "3.0 GiB", "512 MiB".
+std::string duration_str(double seconds);
+std::string memory_str(double bytes);
+
 class Cli {
  public:
   // `chapter` is the folder name, e.g. "01-qkv-projection": it names the
@@ -60,12 +82,23 @@ class Cli {
   // --plots-dir: call before parse().
   void without_figures();
 
+  // A program whose work is bounded by its options' ranges alone (it never
+  // calls check_budget) takes no --i-know-it-is-big: call before parse().
+  void without_budget();
+
   // Parses argv; prints help and exits 0 on --help; throws UsageError on a
   // bad flag or value, a flag given twice, a flag whose value is missing
   // (the next word is another --flag), or a figure folder that cannot be
-  // written (checked here, before any work).
+  // written (checked here, before any work; it is created only when the
+  // first figure is drawn, so a refused run leaves no folder behind).
   void parse(int argc, char** argv);
 
+  // Throws UsageError, one line naming e.options and the estimate against the
+  // budget, when the run would pass the budget and --i-know-it-is-big was not
+  // given. Call after every other option check, before any work.
+  void check_budget(const RunEstimate& e) const;
+
+  bool big_ok = false;  // --i-know-it-is-big
   uint64_t seed = 42;
   bool plots = true;
   std::string plots_dir;  // default: <build>/plots/<chapter>; `./book plots` passes plots/<chapter>
@@ -88,15 +121,22 @@ class Cli {
 };
 
 // Throws UsageError unless `dir` is a folder this program can write into, or
-// one it can create (its nearest existing parent is a writable folder).
-// `flag` names the option in the message. Output folders are checked before
-// any work, so a bad one never costs a training run.
-void require_writable_dir(const std::string& flag, const std::string& dir);
+// one it can create (its nearest existing parent is a writable folder), on a
+// disk with at least `min_free_bytes` free. `flag` names the option in the
+// message. Nothing is created: output folders are checked before any work,
+// so a bad one never costs a training run, and a run refused for another
+// option leaves no empty folder behind.
+void require_writable_dir(const std::string& flag, const std::string& dir, double min_free_bytes = 0);
+
+// A chapter's figures take up to 1.2 MiB (chapter 7); a figure folder must
+// have this much free space before any work.
+inline constexpr double kFiguresFreeBytes = 4.0 * 1024 * 1024;
 
 // Runs a chapter's body with the errors a reader can meet turned into
 // one-line messages:
 //   UsageError / std::invalid_argument -> "<chapter>: <message>", status 2
 //   NotImplemented                     -> which function to write and its hint, status 3
+//   std::bad_alloc                     -> "<chapter>: error: out of memory ...", status 1
 //   any other std::exception           -> "<chapter>: error: <message>", status 1
 int run_program(const std::string& chapter, const std::function<void()>& body);
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <gnuplot-iostream.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -88,6 +89,9 @@ std::string shell_quote(const std::string& s) {
 
 constexpr const char* kFailMarker = "SA_PLOT_GNUPLOT_FAILED";
 constexpr const char* kFont = "Sans";
+// Below this much free space after a failed figure, the disk is full: a
+// figure is 30 to 100 KiB.
+constexpr double kDiskFullBytes = 512 * 1024;
 
 enum class Gnuplot_status { ok, not_found, no_pngcairo };
 
@@ -151,6 +155,23 @@ bool is_complete_png(const fs::path& p) {
          std::string_view(tail.data() + 4, 4) == "IEND";
 }
 
+// Free bytes on the disk holding `dir`, or -1 when it cannot be told.
+double free_bytes(const fs::path& dir) {
+  struct statvfs disk {};
+  if (::statvfs(dir.c_str(), &disk) != 0) return -1;
+  return double(disk.f_bavail) * double(disk.f_frsize);
+}
+
+// A figure is drawn into a temporary file beside its real name and renamed
+// only once complete, so a full disk, a crash or Ctrl-C never leaves a
+// truncated PNG under the real name (and a failed redraw keeps the old one).
+// The name starts with '.' and holds the process id: stray ones are visibly
+// temporary and never collide between two runs.
+fs::path temporary_beside(const fs::path& out) {
+  static std::atomic<unsigned> counter{0};
+  return out.parent_path() / fmt::format(".{}.tmp-{}-{}", out.filename().string(), ::getpid(), counter++);
+}
+
 }  // namespace
 
 // Returns "" after saying once, on stderr, why figures are skipped.
@@ -176,15 +197,14 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
     if (ec) failed(fn, fmt::format("cannot create directory {}: {}", out.parent_path().string(), ec.message()));
   }
   if (fs::is_directory(out, ec)) failed(fn, fmt::format("{} is a directory, not a PNG file name", png_path));
-  // Remove a previous figure so that the check below sees only this one.
-  fs::remove(out, ec);
+  const fs::path temporary = temporary_beside(out);
 
   std::string script;
   script += "set encoding utf8\n";
   // noenhanced: text is literal, so "d_k" stays d_k instead of a subscript.
   script += fmt::format("set terminal pngcairo size {},{} noenhanced font '{},11' background rgb 'white'\n",
                         width, height, kFont);
-  script += "set output " + gq(png_path, false) + "\n";
+  script += "set output " + gq(temporary.string(), false) + "\n";
   script += body;
   script += "unset multiplot\nunset output\n";  // closes the PNG
 
@@ -204,10 +224,23 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
     log_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   fs::remove(log, ec);
-  if (log_text.find(kFailMarker) != std::string::npos) {
+  const bool complete = is_complete_png(temporary);
+  if (log_text.find(kFailMarker) != std::string::npos || !complete) {
+    // gnuplot (cairo) says nothing when a write fails: a disk that is full
+    // is told by its free space, measured before the partial file goes.
+    const double left = free_bytes(out.parent_path().empty() ? fs::path(".") : out.parent_path());
+    fs::remove(temporary, ec);
+    if (left >= 0 && left < kDiskFullBytes)
+      failed(fn, fmt::format("cannot write {}: the disk is full ({:.0f} KiB free)", png_path, left / 1024));
+    if (!complete && log_text.find(kFailMarker) == std::string::npos)
+      failed(fn, fmt::format("gnuplot wrote no complete PNG at {}", png_path));
     failed(fn, fmt::format("gnuplot failed drawing {}: {}", png_path, first_error(log_text)));
   }
-  if (!is_complete_png(out)) failed(fn, fmt::format("gnuplot wrote no complete PNG at {}", png_path));
+  fs::rename(temporary, out, ec);
+  if (ec) {
+    fs::remove(temporary, ec);
+    failed(fn, fmt::format("cannot rename the finished figure to {}: {}", png_path, ec.message()));
+  }
   return png_path;
 }
 

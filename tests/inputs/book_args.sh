@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# ctest label `inputs`: ./book refuses a command line it does not understand
+# with one line on stderr that ends by pointing to `./book help`, exit
+# status 2, nothing on stdout, and before anything is built. The script
+# runs from a copy of the tree that holds no CMakeLists.txt, so any attempt
+# to configure or build would fail with another message.
+set -uo pipefail
+root="$1"
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+cp "$root/book" "$fake/book"
+mkdir -p "$fake/chapters"
+cp "$root/chapters/chapters.txt" "$fake/chapters/"
+for c in "$root"/chapters/[0-9][0-9]-*/; do
+  name=$(basename "$c")
+  mkdir -p "$fake/chapters/$name"
+  [ ! -f "$c/bench.cpp" ] || cp "$c/bench.cpp" "$fake/chapters/$name/"
+done
+failed=0 ran=0
+
+refuse() {  # expected piece of the message, then the arguments
+  local expected="$1" out err status lines
+  shift
+  out=$(mktemp) err=$(mktemp)
+  (cd "$fake" && timeout 20 ./book "$@") >"$out" 2>"$err"
+  status=$?
+  lines=$(wc -l <"$err")
+  ran=$((ran + 1))
+  if [ "$status" -ne 2 ] || [ -s "$out" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$expected" "$err" ||
+     ! grep -qF -- "./book help" "$err"; then
+    failed=$((failed + 1))
+    echo "FAIL: ./book $* (status $status, expected 2)"
+    echo "  expected one line on stderr holding: $expected, and ./book help"
+    echo "  stderr ($lines lines): $(head -c 400 "$err")"
+    [ -s "$out" ] && echo "  stdout (must be empty): $(head -c 200 "$out")"
+  fi
+  rm -f "$out" "$err"
+}
+
+refuse "unknown command 'foo'" foo
+refuse "the command is an empty word" ""
+refuse "no chapter '99': chapters are numbered 1 to" plots 99
+refuse "no chapter '0'" plots 0
+refuse "no chapter '3-bogus': chapter 3 is 03-softmax (or just 3)" run 3-bogus
+refuse "which chapter?" run
+refuse "no chapter '42'" run 42
+refuse "bench: --csv is an option of chapter 8's benchmark only: ./book bench 8 --csv" bench --csv
+refuse "bench: no benchmark has the option '--bogus'" bench --bogus
+refuse "help takes no arguments, got 'x'" help x
+refuse "test takes no arguments" test --now
+refuse "plots takes at most one chapter number" plots 1 2
+
+# `sh book` (dash on Debian) would stop at `set -o pipefail`: it says to use bash.
+ran=$((ran + 1))
+err=$(cd "$fake" && sh ./book run 1 2>&1 >/dev/null); status=$?
+if [ "$status" -ne 2 ] || [[ "$err" != "book: run it with bash: ./book run (or bash book run), not sh" ]]; then
+  failed=$((failed + 1))
+  echo "FAIL: sh book run 1 (status $status): $err"
+fi
+
+echo "$ran bad ./book command lines, $failed not refused as they should be"
+[ "$failed" -eq 0 ]
