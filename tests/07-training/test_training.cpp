@@ -426,6 +426,7 @@ TEST_CASE("model: the attention the model trains with (every sequence at once) c
   // in another loop order: the same P and O up to float rounding, the same
   // dropout draws, the same refusals. Sizes around the SIMD width (1, 16,
   // 37 sequences), masks with a query that sees nothing and one with a gap.
+  // Your attention_backward then gets the same dQKV from either forward's P.
   // Tolerance kFloat32 (1e-5 + 1e-4 |x|): float32 sums of at most 7 terms
   // of order 1 added in two orders; a wrong head, key or sequence is off by
   // more than 0.01.
@@ -458,6 +459,13 @@ TEST_CASE("model: the attention the model trains with (every sequence at once) c
             INFO("attention_forward_lanes(" << what << "): the dropout mask must be the plain forward's, entry for entry");
             CHECK((drop.keep.array() == drop_l.keep.array()).all());
           }
+          // Your attention_backward, fed by either forward, gives the same dQKV.
+          const Matrix dO = gen.randn(batch * seq, d);
+          Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols()), dQKV_l = dQKV;
+          attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &drop);
+          attention_backward(QKV, P_l, dO, batch, heads, dP, dQKV_l, &drop_l);
+          require_close("attention_backward(" + what + ") dQKV after the lanes forward vs after the plain one", dQKV_l,
+                        dQKV, kFloat32);
         }
       // The same refusal, word for word, for a score that is not a number.
       Matrix bad = QKV;
