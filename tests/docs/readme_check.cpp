@@ -441,7 +441,11 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
   static const std::regex reference(
       R"((?:\b([Cc]hapter) ([0-9]+)(?:'s|,) )?(?:\b([Ss]ections?|[Ss]teps?) |§ ?)([0-9]+)((?: (?:and|to|or) [0-9]+)?))");
   static const std::regex quoted_title(R"(^(?: \(|,|:)? ?["“]([^"”]+)["”])");
-  for (const auto& [text, lines] : paragraphs) {
+  for (const auto& paragraph : paragraphs) {
+    // Named members, not a structured binding: clang before 16 refuses to
+    // capture a structured binding in the lambda below.
+    const std::string& text = paragraph.first;
+    const auto& lines = paragraph.second;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), reference); it != std::sregex_iterator(); ++it) {
       const std::smatch& m = *it;
       const size_t line = lines[size_t(m.position(0))];
