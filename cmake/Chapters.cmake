@@ -28,8 +28,10 @@ function(sa_add_chapter number name)
   #                          function it happened in; Eigen's own code, declared
   #                          inline, is still inlined
   file(GLOB exercise_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/exercises/${chapter}/*.cpp)
+  #   SKIP_PRECOMPILE_HEADERS  the precompiled Eigen was parsed with NDEBUG
   set_source_files_properties(
     ${exercise_sources} PROPERTIES
+    SKIP_PRECOMPILE_HEADERS ON
     COMPILE_OPTIONS
       "-Wno-unused-parameter;-UNDEBUG;-D_GLIBCXX_ASSERTIONS;-Werror=return-type;$<$<CXX_COMPILER_ID:GNU>:-fno-inline-functions;-fno-inline-small-functions;-fno-inline-functions-called-once>")
 
@@ -45,14 +47,13 @@ function(sa_add_chapter number name)
   list(PREPEND program_libs sa_${number}_${SA_TRACK})
 
   add_executable(${chapter} ${PROJECT_SOURCE_DIR}/chapters/${chapter}/main.cpp)
-  # A chapter's main.cpp is its narrative: it prints and calls the chapter's
-  # functions, which are compiled with full optimisation in the libraries.
-  # -O1 compiles it in about half the time of -O3 (a first `./book start`
-  # builds eight of them) and prints the same numbers: the optimisation
-  # level changes no float result without -ffast-math. Files of a program
-  # that do heavy work themselves (chapter 7's tasks, chapter 8's steps) keep
-  # the build type's level.
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/chapters/${chapter}/main.cpp PROPERTIES COMPILE_OPTIONS -O1)
+  # A chapter's program is its narrative: it prints, and calls the chapter's
+  # functions, which do the arithmetic and are compiled with full
+  # optimisation in the libraries. -O1 compiles a program in about half the
+  # time of -O3 (a first `./book start` builds all of them) and prints the
+  # same numbers: the optimisation level changes no float result without
+  # -ffast-math.
+  sa_narrative(${chapter})
   target_link_libraries(${chapter} PRIVATE ${program_libs})
   set_target_properties(${chapter} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 
