@@ -14,26 +14,10 @@ function(sa_add_chapter number name)
     target_include_directories(sa_${number}_${track} PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
     target_link_libraries(sa_${number}_${track} PUBLIC sa_common)
   endforeach()
-  # The reader's code is built to report its mistakes (on the source files,
-  # so that these come after -Wextra and -DNDEBUG, which are read in order):
-  #   -Wno-unused-parameter  a stub ignores its parameters until it is written
-  #   -UNDEBUG               Eigen's index checks and the reader's assert()s
-  #                          stay on: m(i, j) one past the end aborts
-  #                          ("crashed: abort") instead of passing in silence
-  #   -D_GLIBCXX_ASSERTIONS  the same for std::vector's operator[]
-  #   -Werror=return-type    a function that can end without its return is an
-  #                          error, not a crash somewhere later
-  #   -fno-inline-...        (GCC) the reader's functions are not inlined into
-  #                          one another, so a hang or a crash is named in the
-  #                          function it happened in; Eigen's own code, declared
-  #                          inline, is still inlined
-  file(GLOB exercise_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/exercises/${chapter}/*.cpp)
-  #   SKIP_PRECOMPILE_HEADERS  the precompiled Eigen was parsed with NDEBUG
-  set_source_files_properties(
-    ${exercise_sources} PROPERTIES
-    SKIP_PRECOMPILE_HEADERS ON
-    COMPILE_OPTIONS
-      "-Wno-unused-parameter;-UNDEBUG;-D_GLIBCXX_ASSERTIONS;-Werror=return-type;$<$<CXX_COMPILER_ID:GNU>:-fno-inline-functions;-fno-inline-small-functions;-fno-inline-functions-called-once>")
+  # The reader's code is built to report its mistakes (SA_EXERCISE_OPTIONS,
+  # top-level CMakeLists.txt). The exercise library holds only the reader's
+  # files (chapter 7 adds compiled objects, which are not compiled again).
+  sa_exercise(sa_${number}_exercises)
 
   # Libraries of this chapter and the ones before, later ones first so that
   # static linking resolves a chapter's calls into earlier chapters.
