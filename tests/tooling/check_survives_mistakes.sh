@@ -73,9 +73,9 @@ crash3=$(( $(count 03 '[focus]') + $(count 03 '[softmax_backward]') ))
 # (attention's doubled output fails every attention test but the refusals)
 wrong3=$(names 03 '[attention]' | grep -vc 'refused' || true)
 pass3=$(( total3 - hang3 - crash3 - wrong3 ))
-expect "03-softmax           …  in progress   $pass3/$total3 tests, $wrong3 failed, $crash3 crashed, $hang3 timed out" "chapter 3's counts"
+expect "$(printf '%-22s' 03-softmax) …  in progress   $pass3/$total3 tests, $wrong3 failed, $crash3 crashed, $hang3 timed out" "chapter 3's counts"
 total5=$(count 05 ''); crash5=$(( $(count 05 '[mask_and]') + $(count 05 '[padding_masks]') ))
-expect "05-causal-mask       …  in progress   $((total5 - crash5))/$total5 tests, $crash5 crashed" "chapter 5's counts"
+expect "$(printf '%-22s' 05-causal-mask) …  in progress   $((total5 - crash5))/$total5 tests, $crash5 crashed" "chapter 5's counts"
 
 # Every crashed or hung test case is named, with what happened: listed in a
 # group of test cases that broke the same way, above the group's message,
