@@ -1,0 +1,101 @@
+// Chapter 5's figures: mask, masked scores and weights side by side; the
+// same scores without and with the mask; every head; the padded batch.
+#include "05-causal-mask/steps.hpp"
+
+#include "sa/plot.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace sa::ch5 {
+
+void draw_figures(Figures& figures, const FigureData& d) {
+  const int64_t seq_len = int64_t(d.tokens.size());
+  // Cell numbers only while they stay readable.
+  const bool annotate = seq_len <= 10;
+
+  figures.draw("causal_triptych.png", [&](const std::string& path) {
+    plot::Heatmap mask;
+    mask.title = "1. causal mask (1 = allowed)";
+    mask.values = as_numbers(d.causal);
+    mask.cblabel = "allowed";
+    mask.decimals = 0;
+    mask.vmin = 0;
+    mask.vmax = 1;
+    plot::Heatmap scores;
+    scores.title = "2. masked scores (grey: -inf)";
+    scores.values = d.masked_scores;
+    scores.cblabel = "q.k / sqrt(d_k)";
+    scores.diverging = true;
+    scores.decimals = 2;
+    plot::Heatmap weights = plot::weights_heatmap("3. softmax: weights (upper triangle 0)", d.causal_weights, d.tokens);
+    weights.cblabel = "weight";
+    for (plot::Heatmap* h : {&mask, &scores, &weights}) {
+      h->row_labels = d.tokens;
+      h->col_labels = d.tokens;
+      h->annotate = annotate;
+    }
+    return plot::heatmap_grid(path, "Causal masking: mask, scores with -inf above the diagonal, weights", 1, 3,
+                              {mask, scores, weights}, 520);
+  });
+
+  figures.draw("bidirectional_vs_causal.png", [&](const std::string& path) {
+    plot::Heatmap bi = plot::weights_heatmap("bidirectional: every query sees every key", d.bidirectional_weights,
+                                             d.tokens);
+    plot::Heatmap causal = plot::weights_heatmap("causal: query i sees keys 0..i", d.causal_weights, d.tokens);
+    for (plot::Heatmap* h : {&bi, &causal}) {
+      h->cblabel = "weight";
+      h->annotate = annotate;
+    }
+    return plot::heatmap_grid(path, "The same scores, without and with the causal mask (one head, d_k = d_model)", 1, 2,
+                              {bi, causal}, 560);
+  });
+
+  figures.draw("multihead_causal.png", [&](const std::string& path) {
+    const int64_t n = d.head_weights.heads();
+    // As square a grid as the number of heads allows (a prime gives one row).
+    int64_t cols = n;
+    for (int64_t c = int64_t(std::ceil(std::sqrt(double(n)))); c <= n; ++c)
+      if (n % c == 0) {
+        cols = c;
+        break;
+      }
+    std::vector<plot::Heatmap> panels;
+    for (int64_t h = 0; h < n; ++h) {
+      const Matrix w = d.head_weights.view(0, h);
+      const auto H = row_entropy(w);
+      double mean_h = 0;
+      for (double x : H) mean_h += x / double(H.size());
+      plot::Heatmap p = plot::weights_heatmap(fmt::format("head {}: H {:.2f} nats, focus {:.2f}", h, mean_h, focus(w)),
+                                              w, d.tokens);
+      p.cblabel = "weight";
+      p.annotate = annotate && n <= 8;
+      panels.push_back(p);
+    }
+    const int panel_px = n <= 4 ? 480 : n <= 16 ? 360 : 240;
+    return plot::heatmap_grid(path, fmt::format("Causal attention in each of {} heads (d_k = {})", n, d.d_k),
+                              int(n / cols), int(cols), panels, panel_px);
+  });
+
+  figures.draw("padding_batch.png", [&](const std::string& path) {
+    const int64_t batch = int64_t(d.lengths.size());
+    std::vector<plot::Heatmap> panels;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t b = 0; b < batch; ++b) {
+        plot::Heatmap p = plot::weights_heatmap(
+            fmt::format("length {}: {}", d.lengths[size_t(b)], pass == 0 ? "padding mask" : "padding + causal"),
+            pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)],
+            padded_labels(d.tokens, d.lengths[size_t(b)]));
+        p.cblabel = "weight";
+        p.annotate = annotate;
+        panels.push_back(p);
+      }
+    return plot::heatmap_grid(path, "A padded batch: weights per sequence (top: padding only; bottom: with causal)", 2,
+                              int(batch), panels, batch <= 4 ? 440 : 340);
+  });
+}
+
+}  // namespace sa::ch5
