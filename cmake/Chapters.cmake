@@ -1,7 +1,8 @@
 # Every chapter is built twice from one header in chapters/NN-name/:
 #   sa_NN_solutions  from solutions/NN-name/*.cpp  (the reference)
 #   sa_NN_exercises  from exercises/NN-name/*.cpp  (the reader's stubs)
-# and a program chapters/NN-name/main.cpp that links the track SA_TRACK picks.
+# and a program chapters/NN-name/main.cpp (with its steps_*.cpp) that links
+# the track SA_TRACK picks.
 # Headers are included as "NN-name/header.hpp" from chapters/.
 
 set(SA_CHAPTERS "")  # NN-name of each chapter added, in order
@@ -30,7 +31,10 @@ function(sa_add_chapter number name)
   endforeach()
   list(PREPEND program_libs sa_${number}_${SA_TRACK})
 
-  add_executable(${chapter} ${PROJECT_SOURCE_DIR}/chapters/${chapter}/main.cpp)
+  # The program: main.cpp, which lists the steps, and the steps_*.cpp files
+  # that hold them by theme (each chapter's steps.hpp says which holds which).
+  file(GLOB steps CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/chapters/${chapter}/steps_*.cpp)
+  add_executable(${chapter} ${PROJECT_SOURCE_DIR}/chapters/${chapter}/main.cpp ${steps})
   # A chapter's program is its narrative: it prints, and calls the chapter's
   # functions, which do the arithmetic and are compiled with full
   # optimisation in the libraries. -O1 compiles a program in about half the

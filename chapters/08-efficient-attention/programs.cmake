@@ -5,7 +5,3 @@ add_executable(08-efficient-attention-bench ${CMAKE_CURRENT_LIST_DIR}/bench.cpp)
 target_link_libraries(08-efficient-attention-bench PRIVATE ${SA_08_SOLUTIONS_LIBS})
 set_target_properties(08-efficient-attention-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 
-# The chapter program's steps, one file per group (see steps.hpp).
-target_sources(08-efficient-attention PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/steps_cost.cpp ${CMAKE_CURRENT_LIST_DIR}/steps_tiled.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/steps_generation.cpp ${CMAKE_CURRENT_LIST_DIR}/steps_cheaper.cpp)
