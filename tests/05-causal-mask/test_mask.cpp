@@ -20,6 +20,7 @@
 #include "sa/text.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
+#include "support/masks.hpp"
 
 using namespace sa;
 using namespace sa::test;
@@ -37,37 +38,6 @@ Matrix block(const std::string& name, int64_t index) {
   const Shape& s = fx().shape(name);
   const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
   return ConstMatrixMap(fx().f32(name).data() + index * rows * cols, rows, cols);
-}
-
-// The mask the test expects, written out from its definition.
-template <typename Allowed>
-Mask mask_where(int64_t rows, int64_t cols, Allowed allowed) {
-  Mask m(rows, cols);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) m(i, j) = allowed(i, j);
-  return m;
-}
-
-// The causal and padding masks written out from their definitions, so that
-// the masked_attention tests do not depend on the reader's causal_mask and
-// padding_masks (each test case points at one function).
-Mask causal(int64_t n) {
-  return mask_where(n, n, [](int64_t i, int64_t j) { return j <= i; });
-}
-Mask keys_below(int64_t length, int64_t n) {
-  return mask_where(n, n, [=](int64_t, int64_t j) { return j < length; });
-}
-
-void require_mask(const std::string& what, const Mask& actual, const Mask& expected) {
-  if (actual.rows() != expected.rows() || actual.cols() != expected.cols())
-    FAIL(fmt::format("{}: shape ({}, {}), expected ({}, {})", what, actual.rows(), actual.cols(), expected.rows(),
-                     expected.cols()));
-  for (int64_t i = 0; i < actual.rows(); ++i)
-    for (int64_t j = 0; j < actual.cols(); ++j)
-      if (actual(i, j) != expected(i, j))
-        FAIL(fmt::format("{}: entry [{}, {}] is {}, expected {}", what, i, j, actual(i, j) ? "allowed" : "forbidden",
-                         expected(i, j) ? "allowed" : "forbidden"));
-  SUCCEED();
 }
 
 // Causal weights: exactly 0 above the diagonal (exp(-inf) is exactly 0, so

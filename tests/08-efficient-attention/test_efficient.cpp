@@ -14,6 +14,7 @@
 #include "sa/rng.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
+#include "support/masks.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -40,15 +41,6 @@ const Fixtures& fx() {
 
 // lse as a (1, seq_q) matrix, the shape the fixture loader gives a 1-D tensor.
 Matrix as_row(const ColVector& v) { return Matrix(v.transpose()); }
-
-// The causal mask written out from its definition, so that no test here
-// depends on the reader's chapter 5 (each test case points at one function).
-Mask causal(int64_t n) {
-  Mask m(n, n);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) m(i, j) = j <= i;
-  return m;
-}
 
 // log Σ_j exp(q_i · k_j / sqrt(d_k)) over the keys query i may see, in
 // double: the yardstick for lse that does not come from the code under test.

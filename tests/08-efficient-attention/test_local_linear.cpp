@@ -11,6 +11,7 @@
 #include "sa/rng.hpp"
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
+#include "support/masks.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -33,32 +34,10 @@ const Fixtures& fx() {
 // Entry [index] of a (B, R, C) fixture, as a matrix.
 Matrix block_of(const std::string& name, int64_t index) { return fx().matrix(name, index); }
 
-// Masks written out from their definition, so that no test depends on the
-// reader's sliding_window_mask or chapter 5's causal_mask.
-template <typename Allowed>
-Mask mask_where(int64_t rows, int64_t cols, Allowed allowed) {
-  Mask m(rows, cols);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) m(i, j) = allowed(i, j);
-  return m;
-}
-Mask causal(int64_t n) {
-  return mask_where(n, n, [](int64_t i, int64_t j) { return j <= i; });
-}
+// The band of local attention, written out from its definition (the
+// other masks: support/masks.hpp).
 Mask band(int64_t n, int64_t window) {
   return mask_where(n, n, [=](int64_t i, int64_t j) { return j <= i && j > i - window; });
-}
-
-void require_mask(const std::string& what, const Mask& actual, const Mask& expected) {
-  if (actual.rows() != expected.rows() || actual.cols() != expected.cols())
-    FAIL(fmt::format("{}: shape ({}, {}), expected ({}, {})", what, actual.rows(), actual.cols(), expected.rows(),
-                     expected.cols()));
-  for (int64_t i = 0; i < actual.rows(); ++i)
-    for (int64_t j = 0; j < actual.cols(); ++j)
-      if (actual(i, j) != expected(i, j))
-        FAIL(fmt::format("{}: entry [{}, {}] is {}, expected {}", what, i, j, actual(i, j) ? "allowed" : "forbidden",
-                         expected(i, j) ? "allowed" : "forbidden"));
-  SUCCEED();
 }
 
 }  // namespace

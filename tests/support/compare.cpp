@@ -88,4 +88,16 @@ void require_close(std::string_view what, const std::vector<float>& actual, cons
                  [](int64_t i) { return fmt::format("[{}]", i); });
 }
 
+void require_mask(std::string_view what, const Mask& actual, const Mask& expected) {
+  if (actual.rows() != expected.rows() || actual.cols() != expected.cols())
+    FAIL(fmt::format("{}: shape ({}, {}), expected ({}, {})", what, actual.rows(), actual.cols(), expected.rows(),
+                     expected.cols()));
+  for (int64_t i = 0; i < actual.rows(); ++i)
+    for (int64_t j = 0; j < actual.cols(); ++j)
+      if (actual(i, j) != expected(i, j))
+        FAIL(fmt::format("{}: entry [{}, {}] is {}, expected {}", what, i, j, actual(i, j) ? "allowed" : "forbidden",
+                         expected(i, j) ? "allowed" : "forbidden"));
+  SUCCEED();
+}
+
 }  // namespace sa::test

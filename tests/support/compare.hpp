@@ -48,5 +48,8 @@ void require_shape(std::string_view what, const Matrix& actual, int64_t rows, in
 // A CHECK: the test case goes on.
 void check_close(std::string_view what, double actual, double expected, Tolerance tol);
 void require_shape(std::string_view what, const Shape& actual, const Shape& expected);
+// Two masks, entry by entry: "causal_mask(6): entry [2, 4] is allowed,
+// expected forbidden".
+void require_mask(std::string_view what, const Mask& actual, const Mask& expected);
 
 }  // namespace sa::test
