@@ -8,7 +8,8 @@
 // layers x heads heatmaps before and after training.
 //
 // main.cpp reads the options and runs the tasks in order; the steps of each
-// task are in task_reversal.cpp, task_corpus.cpp and task_pooling.cpp.
+// task are in task_reversal*.cpp, task_corpus*.cpp and task_pooling.cpp
+// (program.hpp lists them).
 #include "07-training/program.hpp"
 #include "07-training/run_cost.hpp"
 

@@ -1,8 +1,12 @@
 // Chapter 7's program: what its three tasks share. main.cpp reads the
-// options and runs the tasks in order; each task lives in a file of its own:
-//   task_reversal.cpp  task 1, sequence reversal (the chapter's model)
-//   task_corpus.cpp    task 2, next-word prediction on a sentence corpus
+// options and runs the tasks in order; each task has a file that runs its
+// steps, and tasks 1 and 2 a header that lists the files of their steps:
+//   task_reversal.cpp  task 1, sequence reversal (the chapter's model);
+//                      steps in task_reversal_*.cpp (task_reversal.hpp)
+//   task_corpus.cpp    task 2, next-word prediction on a sentence corpus;
+//                      steps in task_corpus_*.cpp (task_corpus.hpp)
 //   task_pooling.cpp   task 3, attention pooling: a sentence classifier
+//   saving.cpp         the saving every task that trains a model shares
 #pragma once
 
 #include "07-training/checkpoint.hpp"

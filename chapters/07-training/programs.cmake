@@ -45,7 +45,13 @@ add_executable(07-training-analyze ${CMAKE_CURRENT_LIST_DIR}/analyze.cpp)
 target_link_libraries(07-training-analyze PRIVATE ${SA_07_SOLUTIONS_LIBS})
 set_target_properties(07-training-analyze PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 
-# The chapter program's tasks, one file each (see program.hpp), and the
+# The chapter program's tasks (see program.hpp), the first two in one file
+# per group of steps (see task_reversal.hpp and task_corpus.hpp), and the
 # saving all of them share.
-target_sources(07-training PRIVATE ${CMAKE_CURRENT_LIST_DIR}/task_reversal.cpp ${CMAKE_CURRENT_LIST_DIR}/task_corpus.cpp
-                                   ${CMAKE_CURRENT_LIST_DIR}/task_pooling.cpp ${CMAKE_CURRENT_LIST_DIR}/saving.cpp)
+target_sources(07-training PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/task_reversal.cpp ${CMAKE_CURRENT_LIST_DIR}/task_reversal_training.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/task_reversal_trained.cpp ${CMAKE_CURRENT_LIST_DIR}/task_reversal_positions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/task_reversal_figures.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/task_corpus.cpp ${CMAKE_CURRENT_LIST_DIR}/task_corpus_training.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/task_corpus_heads.cpp ${CMAKE_CURRENT_LIST_DIR}/task_corpus_figures.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/task_pooling.cpp ${CMAKE_CURRENT_LIST_DIR}/saving.cpp)

@@ -1,29 +1,31 @@
 // Chapter 7, task 2: next-token prediction on a small sentence corpus with
 // three models (one head or several, bidirectional or causal), what training
 // did to each head, and the pattern analyzer over them.
+//
+// This file reads the input, makes the three models and runs the task's
+// steps in order (run_corpus); task_corpus.hpp lists which file holds which
+// step.
 #include "07-training/analysis.hpp"
 #include "07-training/checkpoint.hpp"
 #include "07-training/corpus.hpp"
 #include "07-training/model.hpp"
-#include "07-training/patterns.hpp"
 #include "07-training/program.hpp"
+#include "07-training/task_corpus.hpp"
 #include "07-training/training.hpp"
 
 #include "05-causal-mask/mask.hpp"
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
-#include "sa/plot.hpp"
 #include "sa/print.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <array>
-#include <cmath>
+#include <filesystem>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,65 +47,12 @@ CorpusInput read_corpus_input(const Options& o) {
   return in;
 }
 
-namespace {
-
-std::string percent_change(double before, double after) {
-  if (before == 0) return "   n/a";
-  return fmt::format("{:+6.1f}%", 100.0 * (after - before) / before);
-}
-
 // ===========================================================================
 // Task 2: next-token prediction on a small sentence corpus, and
 // the pattern analyzer over every head.
 // ===========================================================================
 
-// One of the three models of task 2, with what the tables and figures need.
-struct CorpusModel {
-  std::string name;   // in the tables: "single-head, bidirectional"
-  std::string tag;    // in figure labels and file names: "single", "bi", "causal"
-  ModelConfig cfg;
-  std::unique_ptr<Generator> gen;  // draws the model, then every epoch's batches
-  // The dropout masks, from a generator of their own (seed + 1): a model
-  // trained with dropout then sees the same batches as one trained without.
-  std::unique_ptr<Generator> masks;
-  std::unique_ptr<TinyTransformer> model;
-  std::vector<Matrix> untrained, trained;  // each head's weights on --text, before and after
-  std::vector<double> epoch_loss, epoch_held;
-  Score train_score, held_score, prefix_score;
-};
-
-// Trains one of task 2's models for --corpus-epochs epochs with attention
-// dropout p (chapter 6), then scores it with dropout off. With
-// `print_epochs`, one line every 5 epochs.
-void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit& split, const Options& o, double p,
-                        bool print_epochs) {
-  AdamConfig adam_cfg;
-  adam_cfg.lr = o.corpus_lr;
-  Generator& gen = *m.gen;
-  Adam adam(m.model->params, m.model->grads, adam_cfg);
-  std::vector<int64_t> ids, targets;
-  const auto start = Clock::now();
-  for (int64_t epoch = 1; epoch <= o.corpus_epochs; ++epoch) {
-    const auto batches = corpus_batches(gen, corpus, split.train, o.corpus_batch);
-    double loss_sum = 0;
-    for (const auto& b : batches) {
-      make_next_token_batch(corpus, b, ids, targets);
-      const StepStats s = train_step(*m.model, adam, ids, targets, int64_t(b.size()), {.p = p, .gen = m.masks.get()});
-      if (!std::isfinite(s.loss))
-        throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
-      loss_sum += s.loss;
-    }
-    const Score held = evaluate_next_token(*m.model, corpus, split.held_out);
-    m.epoch_loss.push_back(loss_sum / double(batches.size()));
-    m.epoch_held.push_back(held.percent());
-    if (print_epochs && (epoch == 1 || epoch % 5 == 0 || epoch == o.corpus_epochs))
-      fmt::print("    epoch {:3}/{}  loss {:.4f}  held-out {:6.2f}%  {:5.2f} s\n", epoch, o.corpus_epochs,
-                 m.epoch_loss.back(), held.percent(), seconds_since(start));
-  }
-  m.train_score = evaluate_next_token(*m.model, corpus, split.train);
-  m.held_score = evaluate_next_token(*m.model, corpus, split.held_out);
-  m.prefix_score = evaluate_prefixes(*m.model, corpus, split.held_out);
-}
+namespace {
 
 // The three models' short names, in figure labels and checkpoint names.
 constexpr const char* kCorpusTags[3] = {"single", "bi", "causal"};
@@ -130,6 +79,8 @@ std::vector<ModelConfig> corpus_model_configs(const Options& o, const Corpus& co
   return configs;
 }
 
+}  // namespace
+
 // The three models of task 2, untrained: one head or H, bidirectional or
 // causal, each from its own generator with the same seed, so the two
 // H-head models start from the same weights and see the same batches.
@@ -152,56 +103,6 @@ std::vector<CorpusModel> make_corpus_models(const Options& o, const Corpus& corp
   return models;
 }
 
-// What dropout did: the same three models trained again from the same
-// weights with the other setting (p = 0 when training used dropout, the
-// default p otherwise), side by side.
-void compare_dropout(const std::vector<CorpusModel>& models, const Options& o, const Corpus& corpus,
-                     const CorpusSplit& split, uint64_t seed) {
-  const double p = o.corpus_dropout(), other_p = p > 0 ? 0.0 : kCorpusDropout;
-  std::vector<CorpusModel> others = make_corpus_models(o, corpus, seed);
-  for (CorpusModel& m : others) train_corpus_model(m, corpus, split, o, other_p, false);
-  const CorpusModel* with = p > 0 ? models.data() : others.data();
-  const CorpusModel* without = p > 0 ? others.data() : models.data();
-  const double p_with = std::max(p, other_p);
-  gap();
-  say(fmt::format("What dropout did: the same three models trained again from the same weights on the same "
-                  "batches, {}.",
-                  p > 0 ? "without dropout (p = 0)" : fmt::format("with dropout p = {}", other_p)));
-  fmt::print("  {:<26} {:>9} {:>19} {:>19} {:>12}\n", "model", "dropout", "train loss / acc", "held-out loss / acc",
-             "gap (loss)");
-  // A difference counts when it is above 0.005: below that, two runs of the
-  // same model on CPUs of other vector widths can disagree (their rounding
-  // drifts apart over the epochs), and so would the sentence.
-  constexpr double kMargin = 0.005;
-  int64_t smaller_gap = 0, better_held = 0;  // out of 3
-  for (size_t k = 0; k < 3; ++k)
-    for (const CorpusModel* m : {&with[k], &without[k]}) {
-      const bool dropped = m == &with[k];
-      fmt::print("  {:<26} {:>9} {:>9.4f} {:>8.2f}% {:>9.4f} {:>8.2f}% {:>12.4f}\n", dropped ? m->name : "",
-                 dropped ? fmt::format("p = {}", p_with) : "p = 0", m->train_score.loss, m->train_score.percent(),
-                 m->held_score.loss, m->held_score.percent(), m->held_score.loss - m->train_score.loss);
-      if (!dropped) {
-        smaller_gap +=
-            with[k].held_score.loss - with[k].train_score.loss < m->held_score.loss - m->train_score.loss - kMargin;
-        better_held += with[k].held_score.loss < m->held_score.loss - kMargin;
-      }
-    }
-  // "none of the 3 models", "1 of the 3 models", "all 3 models"; then "... of them".
-  const auto how_many = [](int64_t k, bool first) {
-    if (k == 0) return std::string(first ? "none of the 3 models" : "none of them");
-    if (k == 3) return std::string(first ? "all 3 models" : "all of them");
-    return fmt::format("{} of {}", k, first ? "the 3 models" : "them");
-  };
-  say(fmt::format("The gap is held-out loss minus train loss: what a model knows only about the sentences it "
-                  "trained on. In this run dropout narrowed the gap by more than 0.005 for {} and lowered the held-out loss "
-                  "by more than that for {}. "
-                  "Every training step with dropout sees the model with some attention weights missing, so no "
-                  "head can rely on a single key; the price is a noisier descent. Both rows of a model are "
-                  "measured with dropout off, as a model is used after training. On a corpus this small one run "
-                  "decides little: try other --seed values.",
-                  how_many(smaller_gap, true), how_many(better_held, false)));
-}
-
 // Each head's (seq, seq) weights on one sentence.
 std::vector<Matrix> weights_on(TinyTransformer& model, const std::vector<int64_t>& ids) {
   model.forward(ids, 1);
@@ -210,133 +111,11 @@ std::vector<Matrix> weights_on(TinyTransformer& model, const std::vector<int64_t
   return heads;
 }
 
-double mean_entropy(const Matrix& P) { return attention_pattern(P).entropy; }
-
-// The tallest block of a head's surface: its largest weight, leaving out,
-// when `causal`, the first query's 1, which the mask forces.
-double tallest_bar(const Matrix& P, bool causal) {
-  const std::vector<Link> top = strongest_links(P, 1, causal);
-  return top.empty() ? 0.0 : double(top[0].weight);
-}
-
-void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpus, const CorpusSplit& split,
-                         const std::vector<std::string>& labels, const std::string& quoted, int64_t n,
-                         const std::vector<CorpusModel>& models) {
-  const auto panel = [&](const Matrix& P, const std::string& title) {
-    plot::Heatmap p = plot::weights_heatmap(title, P, labels);
-    p.xlabel = "key (attended to)";
-    return p;
-  };
-  const auto stats_title = [&](const Matrix& P, const std::string& who) {
-    const PatternStats st = attention_pattern(P);
-    return fmt::format("{}: entropy {:.2f}, focus {:.2f}", who, st.entropy, st.focus);
-  };
-  const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
-  const int H = int(o.corpus_heads);
-  figures.draw("corpus_single_head.png", [&](const std::string& path) {
-    return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {} epochs", quoted,
-                                                o.corpus_epochs),
-                              1, 2,
-                              {panel(single.untrained[0], stats_title(single.untrained[0], "untrained")),
-                               panel(single.trained[0], stats_title(single.trained[0], "trained"))},
-                              460);
-  });
-  // One model's heads before (top row) and after training (bottom row):
-  // the causal model here, the bidirectional one just below.
-  const auto untrained_vs_trained = [&](const std::string& file, const CorpusModel& m) {
-    figures.draw(file, [&](const std::string& path) {
-      std::vector<plot::Heatmap> panels;
-      for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
-      for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
-      return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} epochs (bottom)", H,
-                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, o.corpus_epochs),
-                                2, H, panels, 340);
-    });
-  };
-  untrained_vs_trained("corpus_untrained_vs_trained.png", causal);
-  untrained_vs_trained("corpus_bidirectional_untrained_vs_trained.png", bi);
-  figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
-    std::vector<plot::Heatmap> panels;
-    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
-    return plot::heatmap_grid(path, fmt::format("Trained {} epochs from the same weights: bidirectional (top) reads the "
-                                                "next word, causal (bottom) cannot",
-                                                o.corpus_epochs),
-                              2, H, panels, 340);
-  });
-  const auto metric_bars = [&](const std::string& file, const std::string& what, const std::string& ylabel,
-                               auto metric, double uniform_bi, double uniform_causal) {
-    figures.draw(file, [&](const std::string& path) {
-      plot::BarChart c;
-      c.title = fmt::format("{} of each head on {}, before and after training", what, quoted);
-      c.ylabel = ylabel;
-      plot::BarGroup before{"untrained", {}}, after{"trained", {}};
-      for (const CorpusModel& m : models)
-        for (size_t h = 0; h < m.trained.size(); ++h) {
-          c.categories.push_back(fmt::format("{} {}", m.tag, h + 1));
-          before.values.push_back(std::round(100 * metric(m.untrained[h])) / 100);
-          after.values.push_back(std::round(100 * metric(m.trained[h])) / 100);
-        }
-      c.groups = {before, after};
-      c.hlines = {{uniform_bi, "uniform, bidirectional"}, {uniform_causal, "uniform, causal"}};
-      return plot::bars(path, c);
-    });
-  };
-  metric_bars("corpus_entropy.png", "Entropy", "mean entropy of a query's weights (nats)",
-              [](const Matrix& P) { return attention_pattern(P).entropy; }, mean_entropy(uniform_weights(n, false)),
-              mean_entropy(uniform_weights(n, true)));
-  metric_bars("corpus_focus.png", "Focus", "mean of each query's largest weight",
-              [](const Matrix& P) { return attention_pattern(P).focus; }, attention_pattern(uniform_weights(n, false)).focus,
-              attention_pattern(uniform_weights(n, true)).focus);
-  {
-    // The causal head with the sharpest pattern, as a surface.
-    size_t best = 0;
-    for (size_t h = 1; h < causal.trained.size(); ++h)
-      if (attention_pattern(causal.trained[h]).focus > attention_pattern(causal.trained[best]).focus) best = h;
-    figures.draw("corpus_surface.png", [&](const std::string& path) {
-      plot::Surface sf;
-      sf.title = fmt::format("Causal head {} after training, on {}: one peak per query", best, quoted);
-      sf.z = causal.trained[best];
-      sf.row_labels = labels;
-      sf.col_labels = labels;
-      sf.xlabel = "key";
-      sf.ylabel = "query";
-      sf.zlabel = "weight";
-      return plot::surface(path, sf);
-    });
-  }
-  figures.draw("corpus_accuracy.png", [&](const std::string& path) {
-    plot::LinePlot p;
-    p.title = "Held-out next-word accuracy, the whole sentence in the input";
-    p.xlabel = "epoch";
-    p.ylabel = "accuracy (%)";
-    p.ymin = 0;
-    p.ymax = 100;
-    for (const CorpusModel& m : models) {
-      plot::Series se{m.name, {}, {}, plot::Series::Style::LinesPoints};
-      for (size_t e = 0; e < m.epoch_held.size(); ++e) {
-        se.x.push_back(double(e + 1));
-        se.y.push_back(m.epoch_held[e]);
-      }
-      p.series.push_back(std::move(se));
-    }
-    p.hlines = {{ngram_accuracy(corpus, split.train, split.held_out, 2), "lookup table of the last 2 words"}};
-    return plot::lines(path, p);
-  });
-  figures.draw("corpus_flow.png", [&](const std::string& path) {
-    std::vector<plot::FlowPanel> panels;
-    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("bidirectional, head {}", h), bi.trained[size_t(h)], labels, labels});
-    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("causal, head {}", h), causal.trained[size_t(h)], labels, labels});
-    return plot::flow(path,
-                      fmt::format("Who attends to whom in {} after training (line width and darkness: the weight; "
-                                  "below 0.05 not drawn)",
-                                  quoted),
-                      2, H, panels, 0.05, 300);
-  });
-}
+namespace {
 
 // ===========================================================================
-// Task 2's steps, in the order run_corpus calls them.
+// Task 2's steps, in the order run_corpus calls them (this file holds
+// the first two and the saving; task_corpus.hpp lists the others).
 // ===========================================================================
 
 void print_corpus_title(const Options& o, const Corpus& corpus, uint64_t seed) {
@@ -410,303 +189,6 @@ std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpu
       "checks what they learned.");
   for (CorpusModel& m : models) m.untrained = weights_on(*m.model, text_ids);
   return models;
-}
-
-// Step "Training the three models", then what dropout did to them.
-void step_training_the_models(const Options& o, const Corpus& corpus, const CorpusSplit& split,
-                              const std::vector<int64_t>& text_ids, uint64_t seed, std::vector<CorpusModel>& models) {
-  say(fmt::format("{} epochs each over the {} training sentences, batches of at most {} sentences of one length, "
-                  "Adam lr {}, {}. Loss: mean over the epoch's steps{}; held-out accuracy: every next word of the {} "
-                  "held-out sentences, the whole sentence in the input (as in training), dropout off.",
-                  o.corpus_epochs, split.train.size(), o.corpus_batch, o.corpus_lr,
-                  o.corpus_dropout() > 0
-                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's)", o.corpus_dropout())
-                      : "no attention dropout (--dropout 0)",
-                  o.corpus_dropout() > 0 ? ", as training sees it (with dropout)" : "", split.held_out.size()));
-  for (CorpusModel& m : models) {
-    fmt::print("  {}\n", m.name);
-    train_corpus_model(m, corpus, split, o, o.corpus_dropout(), true);
-    m.trained = weights_on(*m.model, text_ids);
-  }
-  compare_dropout(models, o, corpus, split, seed);
-}
-
-// Step "Bidirectional next-word prediction cheats", part 1: each model's
-// scores with the whole sentence in view and with the prefix only, against
-// lookup tables of the training sentences.
-void print_cheat_table(const std::vector<CorpusModel>& models, const Corpus& corpus, const CorpusSplit& split) {
-  fmt::print("  {:<26} {:>7}   {:>24}   {:>24}\n", "", "train", "held-out, whole sentence", "held-out, prefix only");
-  fmt::print("  {:<26} {:>7}   {:>10} {:>13}   {:>10} {:>13}\n", "model", "loss", "loss", "accuracy", "loss",
-             "accuracy");
-  for (const CorpusModel& m : models)
-    fmt::print("  {:<26} {:>7.4f}   {:>10.4f} {:>12.2f}%   {:>10.4f} {:>12.2f}%\n", m.name, m.train_score.loss,
-               m.held_score.loss, m.held_score.percent(), m.prefix_score.loss, m.prefix_score.percent());
-  fmt::print("  for scale, a lookup table of the training sentences (the most frequent next word after the same "
-             "last k words):\n  k = 1: {:.2f}%   k = 2: {:.2f}%   k = 3: {:.2f}%   the whole prefix: {:.2f}%\n",
-             ngram_accuracy(corpus, split.train, split.held_out, 1), ngram_accuracy(corpus, split.train, split.held_out, 2),
-             ngram_accuracy(corpus, split.train, split.held_out, 3),
-             ngram_accuracy(corpus, split.train, split.held_out, corpus.max_len()));
-  say("'whole sentence': the model reads the sentence and predicts every next word at once, as in training. "
-      "'prefix only': the word at position t + 1 is predicted from words 0..t alone, as a model that writes "
-      "text must. For the causal model the two are the same numbers by construction.");
-}
-
-// Step "Bidirectional next-word prediction cheats", part 2: whether the
-// bidirectional models beat every honest predictor, and whether they fall
-// without the next word.
-void say_whether_bidirectional_cheats(const std::vector<CorpusModel>& models, const Corpus& corpus,
-                                      const CorpusSplit& split) {
-  // The claims of this paragraph, from this run's numbers (another
-  // corpus, seed or epoch count can overturn any of them).
-  const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
-  double honest = causal.held_score.percent();
-  for (const int64_t k : {int64_t(1), int64_t(2), int64_t(3), corpus.max_len()})
-    honest = std::max(honest, ngram_accuracy(corpus, split.train, split.held_out, k));
-  const bool cheat_wins = std::min(single.held_score.percent(), bi.held_score.percent()) > honest;
-  const bool prefix_falls = single.prefix_score.percent() < single.held_score.percent() &&
-                            bi.prefix_score.percent() < bi.held_score.percent();
-  const bool prefix_worse_loss = std::min(single.prefix_score.loss, bi.prefix_score.loss) > causal.held_score.loss;
-  std::string text =
-      cheat_wins
-          ? fmt::format("With the sentence in view both bidirectional models score above every honest predictor "
-                        "here ({:.2f}% and {:.2f}%, against at most {:.2f}% for the lookup tables and the causal "
-                        "model): the word to predict is in their input, at key t + 1, and their heads learned to "
-                        "look there.",
-                        single.held_score.percent(), bi.held_score.percent(), honest)
-          : fmt::format("With the sentence in view the bidirectional models score {:.2f}% and {:.2f}%, not both "
-                        "above the best honest predictor here ({:.2f}%): in this run the word at key t + 1, "
-                        "which is in their input, did not carry them past it.",
-                        single.held_score.percent(), bi.held_score.percent(), honest);
-  if (prefix_falls)
-    text += fmt::format(" Without it (prefix only) their accuracy falls to {:.2f}% and {:.2f}%, what the current "
-                        "word and the earlier ones say without the answer{}",
-                        single.prefix_score.percent(), bi.prefix_score.percent(),
-                        prefix_worse_loss
-                            ? fmt::format(", and their loss ({:.4f}, {:.4f}) is worse than the causal model's "
-                                          "{:.4f}: they are confidently wrong where they used to read the answer.",
-                                          single.prefix_score.loss, bi.prefix_score.loss, causal.held_score.loss)
-                            : ".");
-  else
-    text += " Without it (prefix only) their accuracy does not fall: they did not rely on the next word.";
-  say(text + " The mean weight their queries put on the next token, the answer (uniform attention would give "
-             "1/n):");
-}
-
-// Step "Bidirectional next-word prediction cheats", part 3: the weight the
-// bidirectional heads put on the next token, the answer.
-void print_next_token_weights(const std::vector<CorpusModel>& models) {
-  for (const CorpusModel& m : models) {
-    if (m.cfg.causal) continue;
-    for (size_t h = 0; h < m.trained.size(); ++h)
-      fmt::print("  {:<26} head {}  untrained {:.3f}  trained {:.3f}\n", h == 0 ? m.name : "", h,
-                 next_token_weight(m.untrained[h]), next_token_weight(m.trained[h]));
-  }
-  fmt::print("  {:<26} every head 0: the mask gives the next token weight exactly 0\n", models[2].name);
-}
-
-// Step "Bidirectional next-word prediction cheats".
-void step_bidirectional_cheats(const std::vector<CorpusModel>& models, const Corpus& corpus,
-                               const CorpusSplit& split) {
-  print_cheat_table(models, corpus, split);
-  say_whether_bidirectional_cheats(models, corpus, split);
-  print_next_token_weights(models);
-  say("What a bidirectional model can learn honestly is a task whose answer is not in its input: fill in a "
-      "hidden word from both sides (BERT's masked words), classify a whole sentence. Predicting the next word "
-      "needs the causal mask, which is why the entropy and focus tables below are worth reading for the causal "
-      "model, and a warning for the other two.");
-}
-
-// Step "What training did to each head", part 1: entropy, focus and the
-// tallest bar of every head, before and after training.
-void print_entropy_focus_table(const std::vector<CorpusModel>& models, int64_t n) {
-  say("Entropy (mean over the queries of -sum_j a_j ln a_j, nats) and focus (mean of each query's largest "
-      "weight), before and after training, and the tallest bar of the head's "
-      "surface (its largest weight, leaving out a causal head's first query, whose 1 the mask forces):");
-  fmt::print("  {:<26} {:>4}   {:^26}   {:^26}   {:>15}\n", "", "", "entropy (nats)", "focus", "tallest bar");
-  fmt::print("  {:<26} {:>4}   {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}   {:>8} {:>8}\n", "model", "head", "before",
-             "after", "change", "before", "after", "change", "before", "after");
-  for (const CorpusModel& m : models)
-    for (size_t h = 0; h < m.trained.size(); ++h) {
-      const PatternStats a = attention_pattern(m.untrained[h]), b = attention_pattern(m.trained[h]);
-      fmt::print("  {:<26} {:>4}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f} {:>8}   {:8.3f} {:8.3f}\n",
-                 h == 0 ? m.name : "", h, a.entropy, b.entropy, percent_change(a.entropy, b.entropy), a.focus, b.focus,
-                 percent_change(a.focus, b.focus), tallest_bar(m.untrained[h], m.cfg.causal),
-                 tallest_bar(m.trained[h], m.cfg.causal));
-    }
-  fmt::print("  uniform weights over {} tokens: entropy {:.3f} bidirectional, {:.3f} causal; focus {:.3f} "
-             "bidirectional, {:.3f} causal; tallest bar {:.3f} bidirectional, {:.3f} causal\n",
-             n, mean_entropy(uniform_weights(n, false)), mean_entropy(uniform_weights(n, true)),
-             attention_pattern(uniform_weights(n, false)).focus, attention_pattern(uniform_weights(n, true)).focus,
-             tallest_bar(uniform_weights(n, false), false), tallest_bar(uniform_weights(n, true), true));
-}
-
-// Step "What training did to each head", part 2: each head's strongest links.
-void print_strongest_links(const std::vector<CorpusModel>& models, const std::vector<std::string>& labels) {
-  say("The strongest learned links of each head (query -> key, weight; for the causal model the first query, "
-      "which can only see itself, is left out):");
-  for (const CorpusModel& m : models)
-    for (size_t h = 0; h < m.trained.size(); ++h) {
-      std::vector<std::string> shown;
-      for (const Link& l : strongest_links(m.trained[h], 3, m.cfg.causal))
-        shown.push_back(fmt::format("'{}' -> '{}' {:.2f} ({})", labels[size_t(l.query)], labels[size_t(l.key)],
-                                    l.weight, link_direction(l)));
-      fmt::print("  {:<8} head {}  {}\n", m.tag, h, fmt::join(shown, ",  "));
-    }
-}
-
-// Step "What training did to each head", part 3: what the table says.
-void say_how_far_from_uniform(const std::vector<CorpusModel>& models, int64_t n) {
-  // What the table says, counted from it: how far each head moved from a
-  // uniform head's entropy, and how many bidirectional links point at the
-  // next token (the answer they can read).
-  double least = 1.0, most = 0.0;
-  int ahead = 0, links = 0;
-  for (const CorpusModel& m : models) {
-    const double uniform = attention_pattern(uniform_weights(n, m.cfg.causal)).entropy;
-    for (const Matrix& P : m.trained) {
-      const double drop = uniform > 0 ? 1.0 - attention_pattern(P).entropy / uniform : 0.0;
-      least = std::min(least, drop), most = std::max(most, drop);
-      if (m.cfg.causal) continue;
-      for (const Link& l : strongest_links(P, 3, false)) ++links, ahead += l.key == l.query + 1;
-    }
-  }
-  say(fmt::format("Trained, the heads' entropy is {:.0f}% to {:.0f}% below a uniform head's on this sentence. "
-                  "{} of the {} strongest bidirectional links point one token ahead, at the word to predict; "
-                  "the causal links can only look back, at the words that decide what comes next.",
-                  100 * least, 100 * most, ahead, links));
-}
-
-// Step "What training did to each head", part 4: what the multi-head
-// models' figures show, counted from the weights they draw: how far the
-// untrained heads are from uniform, how many trained heads stand taller
-// than any untrained head of their model (a causal head's second query
-// alone gets 1/2 from a uniform head, so each model is measured against its
-// own), and how many sharpened.
-struct FigureHeights {
-  double off_uniform = 0, trained_low = 1, trained_high = 0;
-  double untrained_top[2] = {0, 0};  // bidirectional, causal
-  int taller = 0, sharper = 0, heads = 0;
-};
-
-FigureHeights measure_figure_heights(const std::vector<CorpusModel>& models, int64_t n) {
-  FigureHeights f;
-  for (const CorpusModel* m : {&models[1], &models[2]}) {
-    const Matrix uniform = uniform_weights(n, m->cfg.causal);
-    double& top_before = f.untrained_top[m->cfg.causal ? 1 : 0];
-    for (const Matrix& P : m->untrained) {
-      f.off_uniform = std::max(f.off_uniform, double((P - uniform).cwiseAbs().maxCoeff()));
-      top_before = std::max(top_before, tallest_bar(P, m->cfg.causal));
-    }
-    for (size_t h = 0; h < m->trained.size(); ++h) {
-      ++f.heads;
-      const double top = tallest_bar(m->trained[h], m->cfg.causal);
-      f.trained_low = std::min(f.trained_low, top), f.trained_high = std::max(f.trained_high, top);
-      f.taller += top > top_before;
-      f.sharper += attention_pattern(m->trained[h]).focus > attention_pattern(m->untrained[h]).focus;
-    }
-  }
-  return f;
-}
-
-// The trained heads' sentence of part 4: their tallest bars against the
-// untrained ones, and how many sharpened.
-std::string trained_heights_text(const FigureHeights& f) {
-  const std::string before = fmt::format("the tallest bar of any untrained head of its model (bidirectional "
-                                         "{:.2f}, causal {:.2f})",
-                                         f.untrained_top[0], f.untrained_top[1]);
-  // Two bars that print alike are one number, not a range.
-  const std::string trained_range = fmt::format("{:.2f}", f.trained_low) == fmt::format("{:.2f}", f.trained_high)
-                                        ? fmt::format("{:.2f}", f.trained_high)
-                                        : fmt::format("{:.2f} to {:.2f}", f.trained_low, f.trained_high);
-  std::string text =
-      f.taller == f.heads ? fmt::format("Trained, every head's tallest bar ({}) stands above {}. ", trained_range,
-                                        before)
-      : f.taller == 0     ? fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and none "
-                                        "stands above {}. ",
-                                        f.trained_low, f.trained_high, before)
-                          : fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and {} of "
-                                        "the {} {} above {}. ",
-                                        f.trained_low, f.trained_high, f.taller, f.heads,
-                                        f.taller == 1 ? "stands" : "stand", before);
-  text += f.sharper == f.heads ? fmt::format("The focus of all {} heads rose.", f.heads)
-          : f.sharper == 0     ? fmt::format("The focus of none of the {} heads rose.", f.heads)
-                               : fmt::format("The focus of {} of the {} heads rose.", f.sharper, f.heads);
-  return text;
-}
-
-void say_what_the_figures_show(const Options& o, const std::vector<CorpusModel>& models, int64_t n) {
-  const FigureHeights f = measure_figure_heights(models, n);
-  const int64_t H = o.corpus_heads;
-  std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
-                                 "heatmaps before and after training on one colour scale, 0 to 1 "
-                                 "(corpus_untrained_vs_trained.png causal, "
-                                 "corpus_bidirectional_untrained_vs_trained.png bidirectional). ",
-                                 H);
-  // "Flat" only while no weight strays a quarter of 1/n from uniform.
-  text += f.off_uniform < 0.25 / double(n)
-              ? fmt::format("Untrained, no weight is more than {:.3f} from the uniform head's: flat at 1/{} "
-                            "without the mask, a staircase with it (1/(i + 1) in row i, so the first query's "
-                            "forced 1 stands tallest). ",
-                            f.off_uniform, n)
-              : fmt::format("Untrained, the weights are already up to {:.2f} away from the uniform head's. ",
-                            f.off_uniform);
-  say(text + trained_heights_text(f));
-}
-
-// Step "What training did to each head", on --text.
-void step_what_training_did(const Options& o, const std::vector<CorpusModel>& models,
-                            const std::vector<std::string>& labels, int64_t n) {
-  print_entropy_focus_table(models, n);
-  print_strongest_links(models, labels);
-  say_how_far_from_uniform(models, n);
-  say_what_the_figures_show(o, models, n);
-}
-
-// Step "The pattern analyzer over every head", part 2: what the class
-// 'locally focused' tells on a sentence this short.
-void say_what_local_focus_tells(const std::vector<CorpusModel>& models, int64_t n) {
-  const bool uniform_local = classify_pattern(attention_pattern(uniform_weights(n, false))) ==
-                             PatternClass::LocallyFocused;
-  int local = 0, rows = 0;
-  for (const CorpusModel& m : models)
-    for (size_t h = 0; h < m.trained.size(); ++h)
-      for (const Matrix* P : {&m.untrained[h], &m.trained[h]}) {
-        ++rows;
-        local += classify_pattern(attention_pattern(*P)) == PatternClass::LocallyFocused;
-      }
-  std::string text =
-      uniform_local
-          ? fmt::format("With a window of 3, {} of the {} head rows are 'locally focused', and so is the uniform "
-                        "head that learned nothing: on a sentence of {} tokens the band |j - i| <= 3 holds most "
-                        "of the keys of every query, so local focus is near 1 whatever a head does, and that "
-                        "class says little here. A window of 1 separates the heads better.",
-                        local, rows, n)
-          : fmt::format("With a window of 3, {} of the {} head rows are 'locally focused'; the uniform head is "
-                        "not, so on {} tokens the class does tell heads apart.",
-                        local, rows, n);
-  if (n <= 7)
-    text += " No head can be 'distributed' here: an entropy above 2 needs more than e^2 = 7.4 keys.";
-  text += " The thresholds are absolute; read the numbers against the uniform rows.";
-  say(text);
-}
-
-// Step "The pattern analyzer over every head".
-void step_pattern_analyzer(const std::vector<CorpusModel>& models, int64_t n) {
-  say("Four numbers per head on the same sentence, and a class from fixed thresholds, tested in this "
-      "order: self-focused if diagonal > 0.7; locally focused if local > 0.8 (local: the weight within 3 "
-      "positions of the query); concentrated if focus > 0.5 and entropy < 1.0; distributed if entropy > 2.0; "
-      "mixed otherwise. The last two columns repeat local and the class with a window of 1. The uniform rows "
-      "are what a head that learned nothing scores on this input:");
-  fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
-             "diagonal", "local 3", "class", "local 1", "class (window 1)");
-  print_analyzer_row("uniform, bidir.", "", uniform_weights(n, false));
-  print_analyzer_row("uniform, causal", "", uniform_weights(n, true));
-  for (const CorpusModel& m : models)
-    for (size_t h = 0; h < m.trained.size(); ++h) {
-      print_analyzer_row(fmt::format("{} head {}", m.tag, h), "untrained", m.untrained[h]);
-      print_analyzer_row("", "trained", m.trained[h]);
-    }
-  say_what_local_focus_tells(models, n);
 }
 
 // Step "Save the three models".

@@ -1,0 +1,138 @@
+// Chapter 7, task 2's figures: each model's heads before and after
+// training, bidirectional against causal, their entropy and focus, the
+// sharpest causal head as a surface, the accuracy per epoch, and who
+// attends to whom.
+#include "07-training/analysis.hpp"
+#include "07-training/corpus.hpp"
+#include "07-training/model.hpp"
+#include "07-training/program.hpp"
+#include "07-training/task_corpus.hpp"
+
+#include "sa/figures.hpp"
+#include "sa/plot.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace sa::ch7 {
+
+void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpus, const CorpusSplit& split,
+                         const std::vector<std::string>& labels, const std::string& quoted, int64_t n,
+                         const std::vector<CorpusModel>& models) {
+  const auto panel = [&](const Matrix& P, const std::string& title) {
+    plot::Heatmap p = plot::weights_heatmap(title, P, labels);
+    p.xlabel = "key (attended to)";
+    return p;
+  };
+  const auto stats_title = [&](const Matrix& P, const std::string& who) {
+    const PatternStats st = attention_pattern(P);
+    return fmt::format("{}: entropy {:.2f}, focus {:.2f}", who, st.entropy, st.focus);
+  };
+  const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
+  const int H = int(o.corpus_heads);
+  figures.draw("corpus_single_head.png", [&](const std::string& path) {
+    return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {} epochs", quoted,
+                                                o.corpus_epochs),
+                              1, 2,
+                              {panel(single.untrained[0], stats_title(single.untrained[0], "untrained")),
+                               panel(single.trained[0], stats_title(single.trained[0], "trained"))},
+                              460);
+  });
+  // One model's heads before (top row) and after training (bottom row):
+  // the causal model here, the bidirectional one just below.
+  const auto untrained_vs_trained = [&](const std::string& file, const CorpusModel& m) {
+    figures.draw(file, [&](const std::string& path) {
+      std::vector<plot::Heatmap> panels;
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
+      return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} epochs (bottom)", H,
+                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, o.corpus_epochs),
+                                2, H, panels, 340);
+    });
+  };
+  untrained_vs_trained("corpus_untrained_vs_trained.png", causal);
+  untrained_vs_trained("corpus_bidirectional_untrained_vs_trained.png", bi);
+  figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
+    std::vector<plot::Heatmap> panels;
+    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
+    return plot::heatmap_grid(path, fmt::format("Trained {} epochs from the same weights: bidirectional (top) reads the "
+                                                "next word, causal (bottom) cannot",
+                                                o.corpus_epochs),
+                              2, H, panels, 340);
+  });
+  const auto metric_bars = [&](const std::string& file, const std::string& what, const std::string& ylabel,
+                               auto metric, double uniform_bi, double uniform_causal) {
+    figures.draw(file, [&](const std::string& path) {
+      plot::BarChart c;
+      c.title = fmt::format("{} of each head on {}, before and after training", what, quoted);
+      c.ylabel = ylabel;
+      plot::BarGroup before{"untrained", {}}, after{"trained", {}};
+      for (const CorpusModel& m : models)
+        for (size_t h = 0; h < m.trained.size(); ++h) {
+          c.categories.push_back(fmt::format("{} {}", m.tag, h + 1));
+          before.values.push_back(std::round(100 * metric(m.untrained[h])) / 100);
+          after.values.push_back(std::round(100 * metric(m.trained[h])) / 100);
+        }
+      c.groups = {before, after};
+      c.hlines = {{uniform_bi, "uniform, bidirectional"}, {uniform_causal, "uniform, causal"}};
+      return plot::bars(path, c);
+    });
+  };
+  metric_bars("corpus_entropy.png", "Entropy", "mean entropy of a query's weights (nats)",
+              [](const Matrix& P) { return attention_pattern(P).entropy; }, mean_entropy(uniform_weights(n, false)),
+              mean_entropy(uniform_weights(n, true)));
+  metric_bars("corpus_focus.png", "Focus", "mean of each query's largest weight",
+              [](const Matrix& P) { return attention_pattern(P).focus; }, attention_pattern(uniform_weights(n, false)).focus,
+              attention_pattern(uniform_weights(n, true)).focus);
+  {
+    // The causal head with the sharpest pattern, as a surface.
+    size_t best = 0;
+    for (size_t h = 1; h < causal.trained.size(); ++h)
+      if (attention_pattern(causal.trained[h]).focus > attention_pattern(causal.trained[best]).focus) best = h;
+    figures.draw("corpus_surface.png", [&](const std::string& path) {
+      plot::Surface sf;
+      sf.title = fmt::format("Causal head {} after training, on {}: one peak per query", best, quoted);
+      sf.z = causal.trained[best];
+      sf.row_labels = labels;
+      sf.col_labels = labels;
+      sf.xlabel = "key";
+      sf.ylabel = "query";
+      sf.zlabel = "weight";
+      return plot::surface(path, sf);
+    });
+  }
+  figures.draw("corpus_accuracy.png", [&](const std::string& path) {
+    plot::LinePlot p;
+    p.title = "Held-out next-word accuracy, the whole sentence in the input";
+    p.xlabel = "epoch";
+    p.ylabel = "accuracy (%)";
+    p.ymin = 0;
+    p.ymax = 100;
+    for (const CorpusModel& m : models) {
+      plot::Series se{m.name, {}, {}, plot::Series::Style::LinesPoints};
+      for (size_t e = 0; e < m.epoch_held.size(); ++e) {
+        se.x.push_back(double(e + 1));
+        se.y.push_back(m.epoch_held[e]);
+      }
+      p.series.push_back(std::move(se));
+    }
+    p.hlines = {{ngram_accuracy(corpus, split.train, split.held_out, 2), "lookup table of the last 2 words"}};
+    return plot::lines(path, p);
+  });
+  figures.draw("corpus_flow.png", [&](const std::string& path) {
+    std::vector<plot::FlowPanel> panels;
+    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("bidirectional, head {}", h), bi.trained[size_t(h)], labels, labels});
+    for (int h = 0; h < H; ++h) panels.push_back({fmt::format("causal, head {}", h), causal.trained[size_t(h)], labels, labels});
+    return plot::flow(path,
+                      fmt::format("Who attends to whom in {} after training (line width and darkness: the weight; "
+                                  "below 0.05 not drawn)",
+                                  quoted),
+                      2, H, panels, 0.05, 300);
+  });
+}
+
+}  // namespace sa::ch7
