@@ -28,9 +28,9 @@ void run(int argc, char** argv) {
   Cli cli("01-qkv-projection",
           "Chapter 1: turn a sentence into token ids, embeddings with positional encoding, and the "
           "queries, keys and values of self-attention, printing every shape and value.");
-  cli.add("--text", &o.text, "the sentence to encode (words split on spaces, at most 64 words)");
-  cli.add("--d-model", &o.d_model, "width of a token vector", IntRange{1, 4096});
-  cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
+  cli.add_sentence(&o.text, "the sentence to encode");
+  cli.add_width("--d-model", &o.d_model, "width of a token vector");
+  cli.add_width("--d-k", &o.d_k, "width of a query/key/value vector");
   cli.parse(argc, argv);
   const auto tokens = tokenize_text(o.text);  // refuses an empty text before anything prints
   cli.check_budget(estimate_run(o));

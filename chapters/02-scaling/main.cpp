@@ -26,9 +26,9 @@ void run(int argc, char** argv) {
   Cli cli("02-scaling",
           "Chapter 2: the scores Q K^T and why attention divides them by sqrt(d_k), measured on random "
           "vectors for d_k = 4 ... max-d-k, with a preview of what unscaled scores do to softmax.");
-  cli.add("--text", &o.text, "the sentence of the running example (words split on spaces, at most 64 words)");
-  cli.add("--d-model", &o.d_model, "width of a token vector in the running example", IntRange{1, 4096});
-  cli.add("--d-k", &o.d_k, "width of a query/key vector in the running example", IntRange{1, 4096});
+  cli.add_sentence(&o.text, "the sentence of the running example");
+  cli.add_width("--d-model", &o.d_model, "width of a token vector in the running example");
+  cli.add_width("--d-k", &o.d_k, "width of a query/key vector in the running example");
   cli.add("--samples", &o.samples, "dot products drawn per d_k in the experiment", IntRange{2, 10'000'000});
   cli.add("--max-d-k", &o.max_d_k, "largest d_k of the experiment, a power of two", IntRange{4, 8192});
   cli.add("--keys", &o.keys, "scores per row in the softmax preview", IntRange{2, 1024});

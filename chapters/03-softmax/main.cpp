@@ -28,9 +28,9 @@ void run(int argc, char** argv) {
   Cli cli("03-softmax",
           "Chapter 3: turn scaled scores into attention weights with a numerically stable softmax, compute "
           "attention(Q, K, V), and look at softmax's temperature, gradient and the entropy and focus metrics.");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
-  cli.add("--d-model", &o.d_model, "width of a token vector", IntRange{1, 4096});
-  cli.add("--d-k", &o.d_k, "width of a query/key/value vector", IntRange{1, 4096});
+  cli.add_sentence(&o.text, "the sentence to attend over");
+  cli.add_width("--d-model", &o.d_model, "width of a token vector");
+  cli.add_width("--d-k", &o.d_k, "width of a query/key/value vector");
   cli.add("--temperature", &o.temperature, "the temperature T highlighted in step 6 (softmax(x / T))",
           RealRange{0.0, 1e6, true, false});
   cli.add("--samples", &o.samples, "random score rows per d_k in the gradient experiment (step 8)",

@@ -26,9 +26,9 @@ void run(int argc, char** argv) {
   Cli cli("04-multi-head",
           "Chapter 4: multi-head attention, one shape at a time: split Q, K and V into heads, attend in each head, "
           "combine, project with W_o; then the parameter count, the einsum reading, cross-attention and a batch.");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
-  cli.add("--d-model", &o.d_model, "width of a token vector (divisible by --n-heads)", IntRange{1, 4096});
-  cli.add("--n-heads", &o.n_heads, "number of attention heads; each gets d_k = d_model / n_heads", IntRange{1, 4096});
+  cli.add_sentence(&o.text, "the sentence to attend over");
+  cli.add_width("--d-model", &o.d_model, "width of a token vector (divisible by --n-heads)");
+  cli.add_width("--n-heads", &o.n_heads, "number of attention heads; each gets d_k = d_model / n_heads");
   cli.add("--batch", &o.batch, "sequences in the batch of the last step (the sentence plus random ones)",
           IntRange{1, 64});
   cli.parse(argc, argv);

@@ -31,12 +31,12 @@ void run(int argc, char** argv) {
           "Chapter 5: the causal mask (-inf above the diagonal before softmax), in one head and in every head of "
           "multi-head attention; padding masks for a batch of sequences of different lengths; and what a query "
           "that may see nothing gets (zeros, never NaN).");
-  cli.add("--text", &o.text, "the sentence to attend over (words split on spaces, at most 64 words)");
+  cli.add_sentence(&o.text, "the sentence to attend over");
   cli.add("--lengths", &o.lengths,
           "comma-separated lengths of the padded batch, each from 0 to the number of tokens; auto = all, 2/3 "
           "and 1/3 of them (6,4,2 for the default text)");
-  cli.add("--n-heads", &o.n_heads, "attention heads in the multi-head step", IntRange{1, 4096});
-  cli.add("--d-model", &o.d_model, "width of a token vector (divisible by --n-heads)", IntRange{1, 4096});
+  cli.add_width("--n-heads", &o.n_heads, "attention heads in the multi-head step");
+  cli.add_width("--d-model", &o.d_model, "width of a token vector (divisible by --n-heads)");
   cli.parse(argc, argv);
   check_heads(o);
   // Refuse a bad text or bad lengths before anything prints.

@@ -2,6 +2,7 @@
 
 #include "sa/exercise.hpp"
 #include "sa/print.hpp"
+#include "sa/text.hpp"
 
 #include <fmt/core.h>
 
@@ -121,6 +122,14 @@ void Cli::add(const std::string& flag, int64_t* target, const std::string& help,
                         *target = x;
                       }});
   options_.back().limits = describe(range);
+}
+
+void Cli::add_sentence(std::string* text, const std::string& what) {
+  add("--text", text, fmt::format("{} (words split on spaces, at most {} words)", what, kMaxTextTokens));
+}
+
+void Cli::add_width(const std::string& flag, int64_t* width, const std::string& help) {
+  add(flag, width, help, IntRange{1, kMaxWidth});
 }
 
 namespace {

@@ -58,6 +58,9 @@ double budget_bytes();    // min(kBudgetBytes, MemTotal / 2)
 std::string duration_str(double seconds);
 std::string memory_str(double bytes);
 
+// The largest --d-model, --d-k or --n-heads of the running example.
+inline constexpr int64_t kMaxWidth = 4096;
+
 class Cli {
  public:
   // `chapter` is the folder name, e.g. "01-qkv-projection": it names the
@@ -77,6 +80,13 @@ class Cli {
   void add(const std::string& flag, std::string* target, const std::string& help,
            const std::string& kind = "a value");
   void add_flag(const std::string& flag, bool* target, const std::string& help);
+
+  // The running example's options, which chapters 1 to 5 share: the
+  // sentence (`what` it is for; the help adds how it is split into words and
+  // how many it may have) and a width such as --d-model, --d-k or --n-heads
+  // (1 to kMaxWidth).
+  void add_sentence(std::string* text, const std::string& what);
+  void add_width(const std::string& flag, int64_t* width, const std::string& help);
 
   // A program that draws nothing (a benchmark) takes no --no-plots or
   // --plots-dir: call before parse().
