@@ -520,32 +520,40 @@ TEST_CASE("checkpoint: a header length, JSON or tensor entries that disagree wit
       require_refused(file, edited(good, edit), expected);
     };
     refused("f16.safetensors", [](json& h, auto&) { h["tok"]["dtype"] = "F16"; }, "tensor 'tok' has dtype 'F16'");
-    refused("shape.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {8, 9}; }, "has shape [8, 9], but");
-    refused("shape3.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {9, 8, 1}; }, "has shape [9, 8, 1], but");
-    refused("negative.safetensors", [](json& h, auto&) { h["tok"]["shape"] = {-9, 8}; }, "other than a size");
+    // (json::array, not a bare braced list: assigning a braced list over a
+    // parsed value leaks that value when clang 14 compiles it, and the
+    // sanitizers' build of CI reports the leak.)
+    refused("shape.safetensors", [](json& h, auto&) { h["tok"]["shape"] = json::array({8, 9}); },
+            "has shape [8, 9], but");
+    refused("shape3.safetensors", [](json& h, auto&) { h["tok"]["shape"] = json::array({9, 8, 1}); },
+            "has shape [9, 8, 1], but");
+    refused("negative.safetensors", [](json& h, auto&) { h["tok"]["shape"] = json::array({-9, 8}); },
+            "other than a size");
     refused("field.safetensors", [](json& h, auto&) { h["tok"]["bias"] = 0; }, "unknown field 'bias'");
     refused("no-offsets.safetensors", [](json& h, auto&) { h["tok"].erase("data_offsets"); }, "has no data_offsets");
-    refused("offsets.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = {0}; }, "not two byte offsets");
+    refused("offsets.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = json::array({0}); },
+            "not two byte offsets");
     refused("missing.safetensors", [](json& h, auto&) { h.erase("head.b"); }, "but its configuration implies");
     refused("renamed.safetensors", [](json& h, auto&) {
       h["head.bias"] = h["head.b"];
       h.erase("head.b");
     }, "tensor 'head.bias', which its configuration does not have");
     refused("outside.safetensors", [](json& h, auto& data) {
-      h["head.b"]["data_offsets"] = {data.size(), data.size() + 36};
+      h["head.b"]["data_offsets"] = json::array({data.size(), data.size() + 36});
     }, "do not lie inside");
     refused("past-2^64.safetensors", [](json& h, auto&) {
-      h["head.b"]["data_offsets"] = {std::numeric_limits<uint64_t>::max() - 3, 32};
+      h["head.b"]["data_offsets"] = json::array({std::numeric_limits<uint64_t>::max() - 3, 32});
     }, "do not lie inside");
-    refused("size.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = {0, 284}; }, "hold 284 bytes");
-    refused("overlap.safetensors", [](json& h, auto&) { h["pos"]["data_offsets"] = {0, 224}; },
+    refused("size.safetensors", [](json& h, auto&) { h["tok"]["data_offsets"] = json::array({0, 284}); },
+            "hold 284 bytes");
+    refused("overlap.safetensors", [](json& h, auto&) { h["pos"]["data_offsets"] = json::array({0, 224}); },
             "tensors 'pos' and 'tok' overlap");
     // The last tensor moved 4 bytes on, into 4 bytes appended to the data:
     // a hole before it.
     refused("hole.safetensors", [](json& h, auto& data) {
       const uint64_t end = data.size();
       data.insert(data.end(), {0, 0, 0, 0});
-      h["head.b"]["data_offsets"] = {end - 36 + 4, end + 4};
+      h["head.b"]["data_offsets"] = json::array({end - 36 + 4, end + 4});
     }, "4 bytes of data before tensor 'head.b' belong to no tensor");
     // Two tensors of one shape swapping places: the CRC-32 of the tensors in
     // their order catches it.

@@ -315,7 +315,7 @@ class Mutator {
     ojson& e = h[name];
     switch (pick(14)) {
       case 0: e["data_offsets"][pick(2)] = odd_offset(); break;
-      case 1: e["data_offsets"] = {odd_offset(), odd_offset()}; break;
+      case 1: e["data_offsets"] = ojson::array({odd_offset(), odd_offset()}); break;
       case 2: e["data_offsets"][pick(2)] = odd_value(); break;
       case 3: std::swap(e["data_offsets"], h[some_tensor()]["data_offsets"]); break;
       case 4: std::swap(e, h[some_tensor()]); break;  // two tensors swap names
