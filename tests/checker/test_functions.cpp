@@ -4,6 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
 using sa::check::functions_in;
 
 TEST_CASE("checker: the functions of a file, at namespace scope only", "[checker]") {
@@ -38,4 +44,24 @@ TEST_CASE("checker: a function counts as written once its body differs from the 
   REQUIRE(b.size() == 2);
   CHECK(a[0].body == b[0].body);  // comments and spacing aside: still the stub
   CHECK(a[1].body != b[1].body);  // written
+}
+
+TEST_CASE("checker: on the book's own files, the stubs count as unwritten and the solutions as written", "[checker]") {
+  namespace fs = std::filesystem;
+  const fs::path source = SA_CHECKER_SOURCE_ROOT;
+  const fs::path root = fs::temp_directory_path() / ("book-check-test-" + std::to_string(::getpid()));
+  fs::create_directories(root / "tests");
+  fs::copy(source / "tests" / "stubs", root / "tests" / "stubs", fs::copy_options::recursive);
+  std::vector<std::string> chapters;
+  for (const auto& entry : fs::directory_iterator(root / "tests" / "stubs")) chapters.push_back(entry.path().filename());
+  fs::copy(source / "tests" / "stubs", root / "exercises", fs::copy_options::recursive);
+  const sa::check::WrittenCount none = sa::check::functions_written(root, chapters);
+  fs::remove_all(root / "exercises");
+  fs::copy(source / "solutions", root / "exercises", fs::copy_options::recursive);
+  const sa::check::WrittenCount all = sa::check::functions_written(root, chapters);
+  fs::remove_all(root);
+  CHECK(none.total > 30);
+  CHECK(none.written == 0);
+  CHECK(all.total == none.total);
+  CHECK(all.written == all.total);
 }

@@ -168,12 +168,13 @@ int check_once(const Options& o) {
   bool first_untouched_seen = false;
   int skipped_count = 0;
   for (size_t i = 0; i < o.chapters.size(); ++i) {
-    if (!o.untouched_rule && o.chapters.size() > 1 && exercises_untouched(o.chapters[i]) && first_untouched_seen) {
+    const bool untouched = !o.untouched_rule && o.chapters.size() > 1 && exercises_untouched(o.chapters[i]);
+    if (untouched && first_untouched_seen) {
       skipped[i] = true;
       ++skipped_count;
       continue;
     }
-    if (!o.untouched_rule && o.chapters.size() > 1 && exercises_untouched(o.chapters[i])) first_untouched_seen = true;
+    first_untouched_seen = first_untouched_seen || untouched;
     build.push_back(o.chapters[i]);
   }
   if (skipped_count == 0)
