@@ -138,7 +138,8 @@ std::string first_error(const std::string& n, const std::vector<std::string>& lo
 }
 
 std::map<std::string, std::string> build_suites(const fs::path& build_dir, const std::vector<std::string>& chapters,
-                                                const fs::path& log, const std::string& root, int jobs) {
+                                                const fs::path& log, const std::string& root, int jobs,
+                                                std::ostream& progress, bool terminal) {
   using namespace std::chrono_literals;
   std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
   for (const std::string& c : chapters) command.push_back("test_" + c.substr(0, 2) + "_exercises");
@@ -147,13 +148,12 @@ std::map<std::string, std::string> build_suites(const fs::path& build_dir, const
   command.insert(command.end(), {"--", ninja ? "-k0" : "-k"});
   std::ofstream(log).close();
   const pid_t pid = start_logged(command, log);
-  const bool terminal = isatty(STDOUT_FILENO);
   int shown = -1;
   for (int tick = 0;; ++tick) {
     int status = 0;
     const pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid || done < 0) {
-      if (terminal) std::cout << "\r\033[K" << std::flush;
+      if (terminal) progress << "\r\033[K" << std::flush;
       if (done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
       break;
     }
@@ -161,12 +161,12 @@ std::map<std::string, std::string> build_suites(const fs::path& build_dir, const
     const int compiled = files_compiled(text);
     const std::string now = last_compiled(text);
     if (terminal) {
-      std::cout << "\r\033[K  building: " << compiled << " file(s) compiled" << (now.empty() ? "" : ", now " + now)
+      progress << "\r\033[K  building: " << compiled << " file(s) compiled" << (now.empty() ? "" : ", now " + now)
                 << std::flush;
     } else if (compiled > 0 && compiled != shown && tick % 20 == 0) {
       // (A count, not a promise: 0 while make decides what changed said
       // nothing true, so the first line waits for the first file.)
-      std::cout << "  building: " << compiled << " file(s) started, now " << now << std::endl;
+      progress << "  building: " << compiled << " file(s) started, now " << now << std::endl;
       shown = compiled;
     }
     std::this_thread::sleep_for(500ms);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,11 +26,12 @@ int files_compiled(const std::string& log);
 std::string first_error(const std::string& number, const std::vector<std::string>& logs, const std::string& root);
 
 // Builds the suites test_NN_exercises of `chapters` in one `make -k` (or
-// `ninja -k0`), with a progress line on stdout, the log in `log`. Returns the
+// `ninja -k0`), with a progress line on `progress` (rewritten in place on a
+// `terminal`, else a line every 10 s), the log in `log`. Returns the
 // first error of each chapter that does not compile; the others are built.
 std::map<std::string, std::string> build_suites(const std::filesystem::path& build_dir,
                                                 const std::vector<std::string>& chapters,
                                                 const std::filesystem::path& log, const std::string& root,
-                                                int jobs);
+                                                int jobs, std::ostream& progress, bool terminal);
 
 }  // namespace sa::check

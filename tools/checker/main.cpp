@@ -190,7 +190,8 @@ int check_once(const Options& o) {
   const fs::path scratch = made;
   const int jobs = processors();
   const std::map<std::string, std::string> broken =
-      build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs);
+      build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
+                   isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
   progress << "Exercises: your implementations in exercises/ against the hidden suites (time limit "
            << o.timeout_seconds << " s a test)\n"
            << std::endl;
