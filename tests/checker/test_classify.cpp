@@ -11,26 +11,26 @@
 
 using sa::check::Status;
 
-TEST_CASE("checker: a segfault Catch2 caught (FatalErrorCondition) is named, in the function that crashed", "[checker]") {
+TEST_CASE("a segfault Catch2 caught (FatalErrorCondition) is named, in the function that crashed", "[checker]") {
   const auto r = replay("segfault.case");
   CHECK(r.status == Status::crash);
   CHECK(r.message == "crashed: segmentation fault (an index outside a matrix or vector?), in focus");
   CHECK(r.function == "focus");
 }
 
-TEST_CASE("checker: a hang is a time-out, in the function that never returned", "[checker]") {
+TEST_CASE("a hang is a time-out, in the function that never returned", "[checker]") {
   const auto r = replay("timeout.case");
   CHECK(r.status == Status::timeout);
   CHECK(r.message == "timed out after 2 s (an endless loop?), in combine_heads");
 }
 
-TEST_CASE("checker: exit(0) inside an exercise is an early exit, not a pass", "[checker]") {
+TEST_CASE("exit(0) inside an exercise is an early exit, not a pass", "[checker]") {
   const auto r = replay("exit0.case");
   CHECK(r.status == Status::crash);
   CHECK(r.message == "crashed: exited early with exit status 0 (exit() inside the exercise?), in padding_masks");
 }
 
-TEST_CASE("checker: Eigen's failed index check reads as what it means", "[checker]") {
+TEST_CASE("Eigen's failed index check reads as what it means", "[checker]") {
   const auto r = replay("eigen_index.case");
   CHECK(r.status == Status::crash);
   CHECK(r.message ==
@@ -38,13 +38,13 @@ TEST_CASE("checker: Eigen's failed index check reads as what it means", "[checke
         "softmax_backward");
 }
 
-TEST_CASE("checker: an uncaught exception of a type that is no std::exception is named by its type", "[checker]") {
+TEST_CASE("an uncaught exception of a type that is no std::exception is named by its type", "[checker]") {
   const auto r = replay("uncaught.case");
   CHECK(r.status == Status::crash);
   CHECK(r.message == "crashed: uncaught exception of type int, in mask_and");
 }
 
-TEST_CASE("checker: a wrong value and an unwritten exercise keep the listener's words and hint", "[checker]") {
+TEST_CASE("a wrong value and an unwritten exercise keep the listener's words and hint", "[checker]") {
   const auto wrong = replay("wrong_value.case");
   CHECK(wrong.status == Status::fail);
   CHECK(wrong.message ==
@@ -58,7 +58,7 @@ TEST_CASE("checker: a wrong value and an unwritten exercise keep the listener's 
   CHECK(todo.function == "context_vector");
 }
 
-TEST_CASE("checker: Catch2's FatalErrorCondition and a signal seen from outside say the same", "[checker]") {
+TEST_CASE("Catch2's FatalErrorCondition and a signal seen from outside say the same", "[checker]") {
   using sa::check::caught_signal_sentence;
   using sa::check::signal_sentence;
   // Catch2 2.13's own descriptions of the signals it catches.
@@ -70,7 +70,7 @@ TEST_CASE("checker: Catch2's FatalErrorCondition and a signal seen from outside 
   CHECK(signal_sentence(SIGILL) == "crashed: killed by signal 4");
 }
 
-TEST_CASE("checker: the ends no listener could report", "[checker]") {
+TEST_CASE("the ends no listener could report", "[checker]") {
   sa::check::CaseEnd end;
   end.report = "start\tsoftmax_rows: rows sum to 1\tsoftmax_rows\n";
   SECTION("killed by SIGKILL before the time limit: the out-of-memory killer") {
@@ -107,7 +107,7 @@ TEST_CASE("checker: the ends no listener could report", "[checker]") {
   }
 }
 
-TEST_CASE("checker: each Eigen check has its sentence", "[checker]") {
+TEST_CASE("each Eigen check has its sentence", "[checker]") {
   using sa::check::explain_assertion;
   CHECK(explain_assertion("(i>=0) && ( ((BlockRows==1) && (BlockCols==XprType::ColsAtCompileTime)) && i<xpr.rows()) "
                           "||((BlockRows==XprType::RowsAtCompileTime) && (BlockCols==1) && i<xpr.cols()))",

@@ -12,7 +12,7 @@
 
 using sa::check::functions_in;
 
-TEST_CASE("checker: the functions of a file, at namespace scope only", "[checker]") {
+TEST_CASE("the functions of a file, at namespace scope only", "[checker]") {
   const auto functions = functions_in(
       "// a comment { with a brace\n"
       "#include <vector>\n"
@@ -36,7 +36,7 @@ TEST_CASE("checker: the functions of a file, at namespace scope only", "[checker
   CHECK(functions[1].body == "SA_TODO(\"focus\");");
 }
 
-TEST_CASE("checker: a function counts as written once its body differs from the stub's", "[checker]") {
+TEST_CASE("a function counts as written once its body differs from the stub's", "[checker]") {
   const std::string stub = "namespace sa {\nint f() { SA_TODO(\"f\"); }\nint g() { SA_TODO(\"g\"); }\n}\n";
   const std::string respaced = "namespace sa {\nint f() {\n  // mine soon\n  SA_TODO( \"f\" );\n}\nint g() { return 2; }\n}\n";
   const auto a = functions_in(stub), b = functions_in(respaced);
@@ -46,7 +46,7 @@ TEST_CASE("checker: a function counts as written once its body differs from the 
   CHECK(a[1].body != b[1].body);  // written
 }
 
-TEST_CASE("checker: on the book's own files, the stubs count as unwritten and the solutions as written", "[checker]") {
+TEST_CASE("on the book's own files, the stubs count as unwritten and the solutions as written", "[checker]") {
   namespace fs = std::filesystem;
   const fs::path source = SA_CHECKER_SOURCE_ROOT;
   const fs::path root = fs::temp_directory_path() / ("book-check-test-" + std::to_string(::getpid()));

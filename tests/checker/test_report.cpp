@@ -53,13 +53,13 @@ CheckReport recorded_report() {
 
 }  // namespace
 
-TEST_CASE("checker: the report of a check with hangs, crashes, wrong values and a compile error", "[checker]") {
+TEST_CASE("the report of a check with hangs, crashes, wrong values and a compile error", "[checker]") {
   const CheckReport report = recorded_report();
   CHECK(sa::check::report_text(report) == checker_fixture("report/expected.txt"));
   CHECK(sa::check::exit_status(report) == 1);
 }
 
-TEST_CASE("checker: test cases that broke the same way share one message, four named at most", "[checker]") {
+TEST_CASE("test cases that broke the same way share one message, four named at most", "[checker]") {
   const CheckReport report = recorded_report();
   const std::string chapter4 = sa::check::chapter_text(report.chapters[3], false);
   CHECK(chapter4.find("      ✗ ... and ") != std::string::npos);
@@ -80,7 +80,7 @@ TEST_CASE("checker: test cases that broke the same way share one message, four n
         "          timed out after 10 s (an endless loop?), in combine_heads\n");
 }
 
-TEST_CASE("checker: the advice is Fix: before Next:, and Next: gives the hint", "[checker]") {
+TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker]") {
   CheckReport report;
   report.book_chapters = 8;
   ChapterReport c;
@@ -99,7 +99,7 @@ TEST_CASE("checker: the advice is Fix: before Next:, and Next: gives the hint", 
   CHECK(sa::check::exit_status(report) == 0);
 }
 
-TEST_CASE("checker: --untouched holds every stub to 'not implemented yet'", "[checker]") {
+TEST_CASE("--untouched holds every stub to 'not implemented yet'", "[checker]") {
   CheckReport report;
   report.untouched_rule = true;
   ChapterReport c;
@@ -115,7 +115,7 @@ TEST_CASE("checker: --untouched holds every stub to 'not implemented yet'", "[ch
   CHECK(sa::check::exit_status(report) == 1);
 }
 
-TEST_CASE("checker: --json has one object per test case", "[checker]") {
+TEST_CASE("--json has one object per test case", "[checker]") {
   const CheckReport report = recorded_report();
   const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(report));
   size_t cases = 0;
@@ -131,6 +131,6 @@ TEST_CASE("checker: --json has one object per test case", "[checker]") {
   CHECK(json["exit_status"] == 1);
 }
 
-TEST_CASE("checker: a test name selects exactly its test case", "[checker]") {
+TEST_CASE("a test name selects exactly its test case", "[checker]") {
   CHECK(sa::check::catch2_spec("attention: [a, b] \\ *\"") == "attention: \\[a\\, b\\] \\\\ \\*\\\"");
 }

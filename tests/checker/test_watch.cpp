@@ -26,7 +26,7 @@ fs::path scratch_folder(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("checker: a save in a subfolder wakes --watch", "[checker]") {
+TEST_CASE("a save in a subfolder wakes --watch", "[checker]") {
   using namespace std::chrono_literals;
   const fs::path folder = scratch_folder("watch");
   std::atomic<bool> stop{false};
@@ -52,7 +52,7 @@ TEST_CASE("checker: a save in a subfolder wakes --watch", "[checker]") {
   CHECK(waited < 4s);
 }
 
-TEST_CASE("checker: the polling fingerprint changes when a file does", "[checker]") {
+TEST_CASE("the polling fingerprint changes when a file does", "[checker]") {
   const fs::path folder = scratch_folder("stamp");
   const std::string before = sa::check::folder_stamp(folder);
   CHECK(sa::check::folder_stamp(folder) == before);
