@@ -184,10 +184,11 @@ int check_once(const Options& o) {
     progress << "book check: building the exercise suites of " << build.size() << " chapter(s); " << skipped_count
              << " untouched chapter(s) need no build yet..." << std::endl;
 
-  char scratch_template[] = "/tmp/book-check.XXXXXX";
-  const char* made = mkdtemp(scratch_template);
-  if (!made) refuse("check: cannot make a scratch folder in /tmp");
-  const fs::path scratch = made;
+  // (in $TMPDIR, as mktemp -d: the cases' output and reports, the build log)
+  std::string scratch_template = (fs::temp_directory_path() / "book-check.XXXXXX").string();
+  if (!mkdtemp(scratch_template.data()))
+    refuse("check: cannot make a scratch folder in " + fs::temp_directory_path().string());
+  const fs::path scratch = scratch_template;
   const int jobs = processors();
   const std::map<std::string, std::string> broken =
       build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
