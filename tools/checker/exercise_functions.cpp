@@ -4,7 +4,6 @@
 #include <cctype>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 namespace sa::check {
@@ -18,6 +17,30 @@ bool blank(const std::string& s, bool allow_empty) {
 }
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether `word` stands in `text` as a word of its own (not inside an identifier).
+bool has_word(const std::string& text, const std::string& word) {
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const size_t end = at + word.size();
+    if ((at == 0 || !word_char(text[at - 1])) && (end == text.size() || !word_char(text[end]))) return true;
+  }
+  return false;
+}
+
+// The first identifier followed by "(" (spaces or tabs between allowed):
+// the function a definition's head names, "row_entropy" in
+// "std::vector<double> row_entropy(const Matrix& w)". Empty if none.
+std::string first_called(const std::string& head) {
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (!(std::isalpha(static_cast<unsigned char>(head[i])) || head[i] == '_')) continue;
+    size_t end = i + 1;
+    while (end < head.size() && word_char(head[end])) ++end;
+    size_t paren = end;
+    while (paren < head.size() && (head[paren] == ' ' || head[paren] == '\t')) ++paren;
+    if (paren < head.size() && head[paren] == '(') return head.substr(i, end - i);
+  }
+  return "";
+}
 
 // The scanner's state across lines: where it is (a comment, a string, a
 // function's body), the braces open and what each opened.
@@ -112,15 +135,10 @@ class Scanner {
       kinds_.push_back("in");
       body_ += '{';
     } else {
-      static const std::regex kNamespace("(^|[^A-Za-z0-9_])namespace([^A-Za-z0-9_]|$)");
-      static const std::regex kCall("[A-Za-z_][A-Za-z0-9_]*[ \t]*\\(");
-      std::string kind = "other";
-      std::smatch call;
-      if (std::regex_search(head_, kNamespace)) {
+      std::string kind = "other", name;
+      if (has_word(head_, "namespace")) {
         kind = "ns";
-      } else if (all_namespaces() && head_.find('=') == std::string::npos && std::regex_search(head_, call, kCall)) {
-        std::string name = call.str();
-        name.erase(name.find_first_of(" \t("));
+      } else if (all_namespaces() && head_.find('=') == std::string::npos && !(name = first_called(head_)).empty()) {
         current_ = {name, head_line_, 0, ""};
         kind = "fn";
         function_depth_ = int(kinds_.size()) + 1;

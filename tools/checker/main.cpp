@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -50,10 +49,14 @@ struct Options {
 std::vector<std::string> book_chapters() {
   std::vector<std::string> names;
   std::ifstream list(kRoot / "chapters" / "chapters.txt");
-  static const std::regex kName("^([0-9][0-9]-[a-z0-9-]*)[ \t]*$");
-  std::smatch m;
-  for (std::string line; std::getline(list, line);)
-    if (std::regex_match(line, m, kName)) names.push_back(m[1]);
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::string line; std::getline(list, line);) {
+    // "NN-name": lower-case letters, digits and dashes, maybe trailing blanks
+    const std::string name = line.substr(0, line.find_last_not_of(" \t\r") + 1);
+    if (name.size() >= 3 && is_digit(name[0]) && is_digit(name[1]) && name[2] == '-' &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos)
+      names.push_back(name);
+  }
   return names;
 }
 
@@ -75,6 +78,16 @@ std::string chapter_name(const std::string& word, const std::vector<std::string>
   return name;
 }
 
+// A word check reads as a chapter: 3, 03 or 03-softmax (chapter_name then
+// says whether it is one).
+bool looks_like_chapter(const std::string& word) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (word.empty() || !is_digit(word[0])) return false;
+  if (word.size() == 1) return true;
+  if (!is_digit(word[1])) return false;
+  return word.size() == 2 || word[2] == '-';
+}
+
 int parse_timeout(const std::string& value) {
   const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
   const long seconds = digits && value.size() <= 7 ? std::stol(value) : 0;
@@ -88,7 +101,6 @@ Options parse(int argc, char** argv) {
   const std::vector<std::string> all = book_chapters();
   o.book_chapters = int(all.size());
   std::string only;
-  static const std::regex kChapterWord("^([0-9]|[0-9][0-9]|[0-9][0-9]-.*)$");
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--untouched") {
@@ -102,7 +114,7 @@ Options parse(int argc, char** argv) {
       o.timeout_seconds = parse_timeout(argv[++i]);
     } else if (word.starts_with("--timeout=")) {
       o.timeout_seconds = parse_timeout(word.substr(10));
-    } else if (std::regex_match(word, kChapterWord)) {
+    } else if (looks_like_chapter(word)) {
       if (!only.empty()) refuse("check: one chapter at a time, got '" + only + "' and '" + word + "' (" + kUsage + ")");
       only = chapter_name(word, all);
     } else {
