@@ -25,6 +25,8 @@
 
 #include "sa/exercise.hpp"
 
+#include "crash_words.hpp"  // tools/checker: the sentences ./book check also says
+
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -71,7 +73,7 @@ class NameEveryException : public Catch::IExceptionTranslator {
       return e.what();  // as Catch2 does: CHECK_THROWS_WITH compares exactly this
     } catch (...) {
       const std::type_info* type = abi::__cxa_current_exception_type();
-      return "crashed: uncaught exception of type " + (type ? demangle(type->name()) : std::string("unknown"));
+      return sa::check::uncaught_exception_sentence(type ? demangle(type->name()) : std::string("unknown"));
     }
   }
 };
@@ -139,12 +141,7 @@ Failure describe(const Catch::AssertionStats& stats) {
   if (r.getResultType() == Catch::ResultWas::FatalErrorCondition) {
     // Catch2 caught a signal: name it the way `check` names crashes. (A
     // SIGTERM is `check`'s time limit; `check` reports it as a time-out.)
-    const std::string what = r.getMessage();
-    message = starts_with(what, "SIGSEGV") ? "crashed: segmentation fault (an index outside a matrix or vector?)"
-              : starts_with(what, "SIGABRT") ? "crashed: abort (an assert or abort() failed)"
-              : starts_with(what, "SIGFPE")  ? "crashed: floating-point exception (an integer division by zero?)"
-              : starts_with(what, "SIGTERM") ? "crashed: stopped by SIGTERM"
-                                             : "crashed: " + what;
+    message = sa::check::caught_signal_sentence(r.getMessage());
   } else if (r.getResultType() == Catch::ResultWas::DidntThrowException) {
     if (throws_as) {
       auto [call, type] = call_and_type(r.getExpression());

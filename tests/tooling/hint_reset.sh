@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `./book hint` and `./book reset`, and the count behind check's "Functions
-# written: K of M", on a copy of the few files they read (ctest label
-# `exercises`; nothing is built, so it takes a second or two):
+# `./book hint` and `./book reset` (and the awk scanner they share; check's
+# "Functions written: K of M" is counted by its C++ twin in tools/checker,
+# tested in tests/checker/test_functions.cpp), on a copy of the few files
+# they read (ctest label `exercises`; nothing is built, so it takes a second
+# or two):
 #   - every exercise function has hints of at least two levels, and every
 #     hints section names a function of its chapter's stubs;
 #   - the stubs kept in tests/stubs are exactly what exercises/ holds in this

@@ -1,0 +1,119 @@
+// How check words the end of a test case, on ends recorded from real runs
+// (tests/fixtures/checker/cases/: exercises with injected mistakes).
+#include "checker_fixtures.hpp"
+
+#include "classify.hpp"
+#include "crash_words.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+using sa::check::Status;
+
+TEST_CASE("a segfault Catch2 caught (FatalErrorCondition) is named, in the function that crashed", "[checker]") {
+  const auto r = replay("segfault.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message == "crashed: segmentation fault (an index outside a matrix or vector?), in focus");
+  CHECK(r.function == "focus");
+}
+
+TEST_CASE("a hang is a time-out, in the function that never returned", "[checker]") {
+  const auto r = replay("timeout.case");
+  CHECK(r.status == Status::timeout);
+  CHECK(r.message == "timed out after 2 s (an endless loop?), in combine_heads");
+}
+
+TEST_CASE("exit(0) inside an exercise is an early exit, not a pass", "[checker]") {
+  const auto r = replay("exit0.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message == "crashed: exited early with exit status 0 (exit() inside the exercise?), in padding_masks");
+}
+
+TEST_CASE("Eigen's failed index check reads as what it means", "[checker]") {
+  const auto r = replay("eigen_index.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message ==
+        "crashed: m(i, j) with an index outside the matrix (i must be in [0, rows()), j in [0, cols())), in "
+        "softmax_backward");
+}
+
+TEST_CASE("an uncaught exception of a type that is no std::exception is named by its type", "[checker]") {
+  const auto r = replay("uncaught.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message == "crashed: uncaught exception of type int, in mask_and");
+}
+
+TEST_CASE("a wrong value and an unwritten exercise keep the listener's words and hint", "[checker]") {
+  const auto wrong = replay("wrong_value.case");
+  CHECK(wrong.status == Status::fail);
+  CHECK(wrong.message ==
+        "attention(Q, K, V (6, 64)).output of the running example: largest error 1.6 at [0, 58] (got 3.20394444, "
+        "expected 1.60197198); tolerance 1e-05 + 1e-04 * |expected|");
+  CHECK(wrong.hint.empty());
+  const auto todo = replay("todo.case");
+  CHECK(todo.status == Status::todo);
+  CHECK(todo.message == "not implemented yet: context_vector (edit exercises/01-qkv-projection/qkv.cpp)");
+  CHECK(todo.hint.starts_with("the score of token j is the dot product"));
+  CHECK(todo.function == "context_vector");
+}
+
+TEST_CASE("Catch2's FatalErrorCondition and a signal seen from outside say the same", "[checker]") {
+  using sa::check::caught_signal_sentence;
+  using sa::check::signal_sentence;
+  // Catch2 2.13's own descriptions of the signals it catches.
+  CHECK(caught_signal_sentence("SIGSEGV - Segmentation violation signal") == signal_sentence(SIGSEGV));
+  CHECK(caught_signal_sentence("SIGABRT - Abort (abnormal termination) signal") == signal_sentence(SIGABRT));
+  CHECK(caught_signal_sentence("SIGFPE - Floating point error signal") == signal_sentence(SIGFPE));
+  CHECK(signal_sentence(SIGFPE) == "crashed: floating-point exception (an integer division by zero?)");
+  CHECK(caught_signal_sentence("SIGILL - Illegal instruction signal") == "crashed: SIGILL - Illegal instruction signal");
+  CHECK(signal_sentence(SIGILL) == "crashed: killed by signal 4");
+}
+
+TEST_CASE("the ends no listener could report", "[checker]") {
+  sa::check::CaseEnd end;
+  end.report = "start\tsoftmax_rows: rows sum to 1\tsoftmax_rows\n";
+  SECTION("killed by SIGKILL before the time limit: the out-of-memory killer") {
+    end.exited = false;
+    end.signal = SIGKILL;
+    CHECK(sa::check::classify("t", end).message ==
+          "crashed: killed by SIGKILL before the time limit (out of memory? a matrix far too large?), in softmax_rows");
+  }
+  SECTION("a segfault Catch2 could not report") {
+    end.exited = false;
+    end.signal = SIGSEGV;
+    CHECK(sa::check::classify("t", end).message ==
+          "crashed: segmentation fault (an index outside a matrix or vector?), in softmax_rows");
+  }
+  SECTION("an abort with glibc's words about the heap") {
+    end.exited = false;
+    end.signal = SIGABRT;
+    end.output = "free(): invalid next size (fast)\n";
+    CHECK(sa::check::classify("t", end).message ==
+          "crashed: the heap is damaged (free(): invalid next size (fast): a write outside a buffer, or a missing "
+          "return?), in softmax_rows");
+  }
+  SECTION("a reader's own assert") {
+    end.exited = false;
+    end.signal = SIGABRT;
+    end.output = "test_03_exercises: softmax.cpp:12: sa::Matrix sa::softmax_rows(const Matrix&): Assertion `n > 0' failed.\n";
+    CHECK(sa::check::classify("t", end).message == "crashed: assert failed: n > 0, in softmax_rows");
+  }
+  SECTION("a name Catch2 could not select") {
+    end.exit_status = 2;
+    end.report.clear();
+    end.output = "No test cases matched 't'\n";
+    CHECK(sa::check::classify("t", end).message == "the suite could not select this test case (a book bug)");
+  }
+}
+
+TEST_CASE("each Eigen check has its sentence", "[checker]") {
+  using sa::check::explain_assertion;
+  CHECK(explain_assertion("(i>=0) && ( ((BlockRows==1) && (BlockCols==XprType::ColsAtCompileTime)) && i<xpr.rows()) "
+                          "||((BlockRows==XprType::RowsAtCompileTime) && (BlockCols==1) && i<xpr.cols()))",
+                          "... [with XprType = Matrix<float, -1, -1, 1>; int BlockRows = 1; int BlockCols = -1; ...]") ==
+        ".row(i) with i outside the matrix's rows (i must be at least 0 and below rows())");
+  CHECK(explain_assertion("lhs.cols() == rhs.rows() && \"invalid matrix product\"", "").starts_with("a matrix product A * B"));
+  CHECK(explain_assertion("index >= 0 && index < size()", "") == "v(i) with i outside the vector (i must be in [0, size()))");
+  CHECK(explain_assertion("n > 0", "").empty());
+}

@@ -1,0 +1,136 @@
+// The table, the groups of broken test cases, the summary and the advice,
+// and the same as JSON, from results recorded in a real check of a tree
+// with injected mistakes (tests/fixtures/checker/report/: the results of
+// each chapter and the text that check printed).
+#include "checker_fixtures.hpp"
+
+#include "case_runner.hpp"
+#include "report.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+using sa::check::ChapterReport;
+using sa::check::CheckReport;
+
+namespace {
+
+// The recorded check (`./book check --timeout 2` on a tree with the mistakes of
+// tests/tooling/check_survives_mistakes.sh): report/chapters.txt lists each
+// chapter as "NN-name TAB ran", "NN-name TAB untouched TAB <tests>" or
+// "NN-name TAB does not compile TAB <error>"; a chapter that ran has its
+// results in report/NN-name.results.
+CheckReport recorded_report() {
+  CheckReport report;
+  report.book_chapters = 8;
+  report.timeout_seconds = 2;
+  report.one_hung = true;
+  report.functions_written = 14;
+  report.functions_total = 41;
+  std::istringstream list(checker_fixture("report/chapters.txt"));
+  for (std::string line; std::getline(list, line);) {
+    std::istringstream fields(line);
+    std::string state, extra;
+    ChapterReport c;
+    std::getline(fields, c.chapter, '\t');
+    std::getline(fields, state, '\t');
+    std::getline(fields, extra);
+    if (state == "does not compile") {
+      c.state = ChapterReport::State::does_not_compile;
+      c.compile_error = extra;
+    } else if (state == "untouched") {
+      c.state = ChapterReport::State::untouched;
+      c.untouched_tests = std::stoi(extra);
+    } else {
+      c.results = sa::check::read_results_record(checker_fixture("report/" + c.chapter + ".results"));
+    }
+    report.chapters.push_back(c);
+  }
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("the report of a check with hangs, crashes, wrong values and a compile error", "[checker]") {
+  const CheckReport report = recorded_report();
+  CHECK(sa::check::report_text(report) == checker_fixture("report/expected.txt"));
+  CHECK(sa::check::exit_status(report) == 1);
+}
+
+TEST_CASE("test cases that broke the same way share one message, four named at most", "[checker]") {
+  const CheckReport report = recorded_report();
+  const std::string chapter4 = sa::check::chapter_text(report.chapters[3], false);
+  CHECK(chapter4.find("      ✗ ... and ") != std::string::npos);
+  // One message for every test case that hung in combine_heads.
+  size_t messages = 0;
+  for (size_t at = 0; (at = chapter4.find("in combine_heads\n", at)) != std::string::npos; ++at) ++messages;
+  CHECK(messages == 1);
+  // Five the same way: three named, two counted.
+  ChapterReport five;
+  five.chapter = "04-multi-head";
+  for (const std::string name : {"a", "b", "c", "d", "e"})
+    five.results.push_back({sa::check::Status::timeout, name, "combine_heads",
+                            "timed out after 3 s (an endless loop?), in combine_heads", ""});
+  five.results[0].message = "timed out after 10 s (an endless loop?), in combine_heads";
+  CHECK(sa::check::chapter_text(five, false) ==
+        "  04-multi-head          …  in progress   0/5 tests, 5 timed out\n"
+        "      ✗ a\n      ✗ b\n      ✗ c\n      ✗ ... and 2 more test cases the same way\n"
+        "          timed out after 10 s (an endless loop?), in combine_heads\n");
+}
+
+TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker]") {
+  CheckReport report;
+  report.book_chapters = 8;
+  ChapterReport c;
+  c.chapter = "03-softmax";
+  c.results = {{sa::check::Status::pass, "a", "softmax_rows", "", ""},
+               {sa::check::Status::todo, "b", "focus", "not implemented yet: focus (softmax.cpp)", "the row's largest weight"}};
+  report.chapters = {c};
+  CHECK(sa::check::summary_text(report) ==
+        "\nFunctions written: 0 of 0 (./book hint N for a hint, ./book reset N FUNCTION to start one again)\n\n"
+        "Next: focus (softmax.cpp)\n  hint: the row's largest weight\n"
+        "Run ./book check again after each change (or ./book check --watch).\n");
+  report.chapters[0].results.push_back({sa::check::Status::fail, "c", "attention", "expected x to be 1, got 2", ""});
+  CHECK(sa::check::summary_text(report).find("Fix: c\n  expected x to be 1, got 2\n") != std::string::npos);
+  report.chapters[0].results = {{sa::check::Status::pass, "a", "softmax_rows", "", ""}};
+  CHECK(sa::check::summary_text(report).ends_with("Every test passes.\n"));
+  CHECK(sa::check::exit_status(report) == 0);
+}
+
+TEST_CASE("--untouched holds every stub to 'not implemented yet'", "[checker]") {
+  CheckReport report;
+  report.untouched_rule = true;
+  ChapterReport c;
+  c.chapter = "03-softmax";
+  c.results = {{sa::check::Status::todo, "a", "focus", "not implemented yet: focus", "h"}};
+  report.chapters = {c};
+  CHECK(sa::check::summary_text(report).ends_with("book: every untouched exercise fails only with 'not implemented yet'\n"));
+  CHECK(sa::check::exit_status(report) == 0);
+  report.chapters[0].results.push_back({sa::check::Status::pass, "b", "focus", "", ""});
+  CHECK(sa::check::chapter_text(report.chapters[0], true).ends_with(
+      "    untouched stubs must fail only with 'not implemented yet', but:\n      pass\tb\t\n"));
+  CHECK(sa::check::summary_text(report).ends_with("book: 1 suite(s) broke the untouched-stubs rule\n"));
+  CHECK(sa::check::exit_status(report) == 1);
+}
+
+TEST_CASE("--json has one object per test case", "[checker]") {
+  const CheckReport report = recorded_report();
+  const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(report));
+  size_t cases = 0;
+  for (const ChapterReport& c : report.chapters) cases += c.results.size();
+  REQUIRE(json["tests"].size() == cases);
+  const nlohmann::json& first = json["tests"][0];
+  CHECK(first["chapter"] == "01-qkv-projection");
+  CHECK(first.contains("function"));
+  CHECK(first.contains("message"));
+  CHECK(first["status"] == "todo");
+  CHECK(first["function"] == "context_vector");
+  CHECK(json["chapters"][1]["status"] == "does not compile");
+  CHECK(json["exit_status"] == 1);
+}
+
+TEST_CASE("a test name selects exactly its test case", "[checker]") {
+  CHECK(sa::check::catch2_spec("attention: [a, b] \\ *\"") == "attention: \\[a\\, b\\] \\\\ \\*\\\"");
+}

@@ -1,0 +1,176 @@
+#include "classify.hpp"
+
+#include "crash_words.hpp"
+
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace sa::check {
+namespace {
+
+std::vector<std::string> split(const std::string& line, char separator) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, separator)) fields.push_back(field);
+  if (!line.empty() && line.back() == separator) fields.emplace_back();
+  return fields;
+}
+
+// The first line of `text` that starts with `prefix`, without it; empty if none.
+std::string first_after(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(prefix)) return line.substr(prefix.size());
+  return "";
+}
+
+// The first match of `pattern` in any line of `text` (group `group`), or "".
+std::string first_match(const std::string& text, const std::regex& pattern, int group = 0) {
+  std::istringstream in(text);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, pattern)) return m[group];
+  return "";
+}
+
+// The listener's result line: kind TAB test TAB first failure TAB hint.
+bool report_result(const std::string& report, CaseResult& result) {
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    const std::vector<std::string> f = split(line, '\t');
+    Status status{};
+    if (f.size() < 2 || !parse_status(f[0], status) || status == Status::timeout) continue;
+    result.status = status;
+    result.test = f[1];
+    result.message = f.size() > 2 ? f[2] : "";
+    result.hint = f.size() > 3 ? f[3] : "";
+    return true;
+  }
+  return false;
+}
+
+// An abort says more in the process's own words: which assert failed
+// (Eigen's index checks and the reader's assert()s are on in the exercises'
+// build), or what damage glibc found on the heap. `why` is "crashed: abort ...".
+std::string explain_abort(const std::string& why, const std::string& output) {
+  // (the input the test case was on, " [...]" at the end, stays)
+  std::string context;
+  if (why.ends_with("]"))
+    if (const auto at = why.rfind(" ["); at != std::string::npos) context = why.substr(at);
+  static const std::regex kAssertion("Assertion [`'](.*)' failed");
+  static const std::regex kGlibc("^((free|malloc|realloc|double free|corrupted)[^:]*(\\(\\))?:? .*)");
+  const std::string assertion = first_match(output, kAssertion, 1);
+  const std::string glibc = first_match(output, kGlibc, 1);
+  static const std::regex kIndexCheck("(index|row|col|__n) *>= *0|__n < this->size");
+  if (const std::string meaning = explain_assertion(assertion, output); !meaning.empty())
+    return std::string(kCrashed) + " " + meaning + context;
+  if (std::regex_search(assertion, kIndexCheck))
+    return std::string(kCrashed) + " an index outside a matrix or vector (the check '" + assertion + "' failed)" +
+           context;
+  if (!assertion.empty()) return std::string(kCrashed) + " assert failed: " + assertion + context;
+  if (!glibc.empty())
+    return std::string(kCrashed) + " the heap is damaged (" + glibc +
+           ": a write outside a buffer, or a missing return?)" + context;
+  return why;
+}
+
+}  // namespace
+
+std::string to_string(Status status) {
+  switch (status) {
+    case Status::pass: return "pass";
+    case Status::fail: return "fail";
+    case Status::todo: return "todo";
+    case Status::crash: return "crash";
+    case Status::timeout: return "timeout";
+  }
+  return "crash";
+}
+
+bool parse_status(const std::string& word, Status& status) {
+  for (Status s : {Status::pass, Status::fail, Status::todo, Status::crash, Status::timeout})
+    if (word == to_string(s)) {
+      status = s;
+      return true;
+    }
+  return false;
+}
+
+std::string explain_assertion(const std::string& a, const std::string& output) {
+  if (a.find("you are using an empty matrix") != std::string::npos)
+    return "maxCoeff, minCoeff or mean of an empty matrix or vector (0 rows or 0 columns): nothing to take the largest of";
+  if (a.starts_with("(i>=0) && (")) {
+    // Block.h's one-index constructor: .row(i) (BlockRows = 1) or .col(j);
+    // the assertion's "[with ...]" context in the output says which.
+    if (output.find("int BlockRows = 1;") != std::string::npos)
+      return ".row(i) with i outside the matrix's rows (i must be at least 0 and below rows())";
+    if (output.find("int BlockCols = 1;") != std::string::npos)
+      return ".col(j) with j outside the matrix's columns (j must be at least 0 and below cols())";
+    return ".row(i) or .col(j) with an index outside the matrix";
+  }
+  if (a.starts_with("startRow >= 0 && blockRows >= 0 && startRow <= xpr.rows() - blockRows"))
+    return "a block that does not fit in the matrix: .block, .middleRows, .topRows, .head, .segment or .tail "
+           "starting below 0 or reaching past the last row or column";
+  if (a.starts_with("row >= 0 && row < rows()"))
+    return "m(i, j) with an index outside the matrix (i must be in [0, rows()), j in [0, cols()))";
+  if (a.starts_with("index >= 0 && index < size()")) return "v(i) with i outside the vector (i must be in [0, size()))";
+  if (a.starts_with("lhs.cols() == rhs.rows()"))
+    return "a matrix product A * B whose shapes do not fit: A's columns must equal B's rows (a transpose missing, or "
+           "one too many?)";
+  if (a.starts_with("aLhs.rows() == aRhs.rows() && aLhs.cols() == aRhs.cols()"))
+    return "two matrices of different shapes added, subtracted or combined entry by entry";
+  if (a.starts_with("dst.rows() == src.rows() && dst.cols() == src.cols()") ||
+      a.starts_with("dst.rows() == dstRows && dst.cols() == dstCols"))
+    return "an assignment into a row, column or block of another shape (both sides must have the same rows and "
+           "columns)";
+  if (a.starts_with("size() == other.size()")) return "a dot product of two vectors of different lengths";
+  if (a.find("Invalid sizes when resizing a matrix or array") != std::string::npos)
+    return "a matrix made with a negative number of rows or columns";
+  return "";
+}
+
+CaseResult classify(const std::string& test, const CaseEnd& end) {
+  CaseResult result;
+  result.test = test;
+  // The exercise function the process was in when a signal or exit() stopped
+  // it, else the one the test case is about (its tag, on the start line).
+  result.function = first_after(end.report, "where\t");
+  if (result.function.empty()) {
+    const std::string start = first_after(end.report, "start\t");
+    if (const auto tab = start.find('\t'); tab != std::string::npos) result.function = start.substr(tab + 1);
+  }
+  static const std::regex kTerminate("^terminate called after throwing an instance of '(.*)'");
+  const std::string terminate = first_match(end.output, kTerminate, 1);
+  const bool failed_exit = !end.exited || end.exit_status != 0;
+  std::string why;
+  if (end.timed_out) {
+    result.status = Status::timeout;
+    why = "timed out after " + std::to_string(end.limit_seconds) + " s (an endless loop?)";
+  } else if (!end.exited && end.signal == 9) {
+    // A SIGKILL check did not send: the kernel's out-of-memory killer.
+    why = std::string(kCrashed) + " killed by SIGKILL before the time limit (out of memory? a matrix far too large?)";
+  } else if (failed_exit && !terminate.empty()) {
+    why = uncaught_exception_sentence(terminate);
+  } else if (CaseResult listed; report_result(end.report, listed)) {
+    if (listed.status != Status::crash) {
+      listed.function = result.function;
+      return listed;
+    }
+    why = listed.message;
+  } else if (!end.exited) {
+    why = signal_sentence(end.signal);
+  } else if (end.output.find("No test cases matched") != std::string::npos) {
+    why = "the suite could not select this test case (a book bug)";
+  } else {
+    why = std::string(kCrashed) + " exited early with exit status " + std::to_string(end.exit_status) +
+          " (exit() inside the exercise?)";
+  }
+  if (why.starts_with(std::string(kCrashed) + " abort"))
+    why = explain_abort(why, end.output);
+  result.message = why + (result.function.empty() ? "" : ", in " + result.function);
+  return result;
+}
+
+}  // namespace sa::check

@@ -1,0 +1,44 @@
+// How one test case ended, from what its process left behind: the wait
+// status, whether check's time limit stopped it, its output, and the report
+// file the suites' listener (tests/support/main.cpp) wrote. Pure functions
+// of that record, so the unit tests replay recorded ends
+// (tests/fixtures/checker/cases/).
+#pragma once
+
+#include <string>
+
+namespace sa::check {
+
+// pass, fail, todo (an exercise not written yet), crash, timeout.
+enum class Status { pass, fail, todo, crash, timeout };
+std::string to_string(Status status);
+bool parse_status(const std::string& word, Status& status);
+
+struct CaseResult {
+  Status status = Status::crash;
+  std::string test;      // the test case's name
+  std::string function;  // the exercise function it was in (or is about)
+  std::string message;   // one line; for a crash or a hang it ends ", in <function>"
+  std::string hint;      // an unwritten exercise's hint, else empty
+};
+
+// Everything recorded about one finished test process.
+struct CaseEnd {
+  bool exited = true;        // ended by exit(), else by a signal
+  int exit_status = 0;       // when exited
+  int signal = 0;            // when not exited
+  bool timed_out = false;    // check's time limit sent it SIGTERM
+  double seconds = 0;        // how long it ran
+  int limit_seconds = 10;    // the time limit it ran under
+  std::string report;        // the listener's report file
+  std::string output;        // stdout and stderr, interleaved
+};
+
+CaseResult classify(const std::string& test, const CaseEnd& end);
+
+// What a failed Eigen check means, in the words of the code a reader writes
+// (Eigen's own text is its source expression, "(i>=0) && ( ((BlockRows==1)
+// && ...", which names no mistake). Empty when it is not one of these.
+std::string explain_assertion(const std::string& assertion, const std::string& output);
+
+}  // namespace sa::check

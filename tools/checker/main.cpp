@@ -1,0 +1,290 @@
+// book-check: `./book check [N] [--timeout S] [--watch] [--untouched] [--json]`.
+// ./book builds this program and execs it with the reader's arguments. It
+// builds only the exercise suites, runs every test case of every suite in a
+// process of its own (case_runner), says how each ended (classify), and
+// prints the table and the advice (report), again on every save with
+// --watch (watch). The suites' listener (tests/support/main.cpp) writes a
+// `start` line when a test case begins and one result line when it ends.
+#include "build_log.hpp"
+#include "case_record.hpp"
+#include "case_runner.hpp"
+#include "exercise_functions.hpp"
+#include "report.hpp"
+#include "watch.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace sa::check;
+
+const fs::path kRoot = SA_SOURCE_DIR;
+const fs::path kBuild = SA_BINARY_DIR;
+const std::string kUsage = "usage: ./book check [N] [--timeout S] [--watch] [--untouched] [--json]";
+
+// A refusal: one line, status 2, as ./book's own.
+[[noreturn]] void refuse(const std::string& why) {
+  std::cerr << "book: " << why << std::endl;
+  std::exit(2);
+}
+
+struct Options {
+  std::vector<std::string> chapters;  // in the book's order
+  int timeout_seconds = 10;
+  bool watch = false, untouched_rule = false, json = false, one_chapter = false;
+  int book_chapters = 0;
+};
+
+// The book's chapters, from its one list (chapters/chapters.txt).
+std::vector<std::string> book_chapters() {
+  std::vector<std::string> names;
+  std::ifstream list(kRoot / "chapters" / "chapters.txt");
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::string line; std::getline(list, line);) {
+    // "NN-name": lower-case letters, digits and dashes, maybe trailing blanks
+    const std::string name = line.substr(0, line.find_last_not_of(" \t\r") + 1);
+    if (name.size() >= 3 && is_digit(name[0]) && is_digit(name[1]) && name[2] == '-' &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos)
+      names.push_back(name);
+  }
+  return names;
+}
+
+// 3 or 03 or 03-softmax -> 03-softmax, as ./book's chapter_name says it.
+std::string chapter_name(const std::string& word, const std::vector<std::string>& chapters) {
+  const std::string help = " (./book help lists the commands)";
+  const std::string digits = word.substr(0, word.find('-'));
+  int n = 0;
+  if (!digits.empty() && digits.size() <= 2 && digits.find_first_not_of("0123456789") == std::string::npos)
+    n = std::stoi(digits);
+  if (n < 1 || n > int(chapters.size()))
+    refuse("no chapter '" + word + "': chapters are numbered 1 to " + std::to_string(chapters.size()) + help);
+  const std::string& name = chapters[size_t(n - 1)];
+  if (word.find('-') != std::string::npos && word != name)
+    refuse("no chapter '" + word + "': chapter " + std::to_string(n) + " is " + name + " (or just " +
+           std::to_string(n) + ")" + help);
+  if (!fs::is_directory(kRoot / "chapters" / name))
+    refuse("chapter " + std::to_string(n) + " (" + name + ") is not written yet");
+  return name;
+}
+
+// A word check reads as a chapter: 3, 03 or 03-softmax (chapter_name then
+// says whether it is one).
+bool looks_like_chapter(const std::string& word) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (word.empty() || !is_digit(word[0])) return false;
+  if (word.size() == 1) return true;
+  if (!is_digit(word[1])) return false;
+  return word.size() == 2 || word[2] == '-';
+}
+
+int parse_timeout(const std::string& value) {
+  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  const long seconds = digits && value.size() <= 7 ? std::stol(value) : 0;
+  if (seconds < 1 || seconds > 3600)
+    refuse("check: --timeout must be a whole number of seconds from 1 to 3600, got '" + value + "'");
+  return int(seconds);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  const std::vector<std::string> all = book_chapters();
+  o.book_chapters = int(all.size());
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--untouched") {
+      o.untouched_rule = true;
+    } else if (word == "--watch") {
+      o.watch = true;
+    } else if (word == "--json") {
+      o.json = true;
+    } else if (word == "--timeout") {
+      if (i + 1 >= argc) refuse("check: --timeout needs a number of seconds (" + kUsage + ")");
+      o.timeout_seconds = parse_timeout(argv[++i]);
+    } else if (word.starts_with("--timeout=")) {
+      o.timeout_seconds = parse_timeout(word.substr(10));
+    } else if (looks_like_chapter(word)) {
+      if (!only.empty()) refuse("check: one chapter at a time, got '" + only + "' and '" + word + "' (" + kUsage + ")");
+      only = chapter_name(word, all);
+    } else {
+      refuse("check: unknown argument '" + word + "' (" + kUsage + ")");
+    }
+  }
+  if (o.json && o.watch) refuse("check: --json prints one report and ends; it does not go with --watch (" + kUsage + ")");
+  if (!only.empty()) {
+    o.chapters = {only};
+    o.one_chapter = true;
+  } else {
+    for (const std::string& c : all)
+      if (fs::is_directory(kRoot / "chapters" / c)) o.chapters.push_back(c);
+  }
+  return o;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whether a chapter's exercise files are the stubs as handed out
+// (tests/stubs/C/), byte for byte: the same .cpp files, unchanged.
+bool exercises_untouched(const std::string& chapter) {
+  const fs::path stubs = kRoot / "tests" / "stubs" / chapter, mine = kRoot / "exercises" / chapter;
+  if (!fs::is_directory(stubs)) return false;
+  std::error_code ignored;
+  for (const auto& f : fs::directory_iterator(mine, ignored))
+    if (f.path().extension() == ".cpp" && !fs::exists(stubs / f.path().filename())) return false;
+  for (const auto& f : fs::directory_iterator(stubs, ignored))
+    if (f.path().extension() == ".cpp" && read_file(f.path()) != read_file(mine / f.path().filename())) return false;
+  return true;
+}
+
+// The number of test cases of a chapter's suite, from its source: every case
+// is a TEST_CASE( at the start of a line (./book test checks that this count
+// is what the built suite lists).
+int suite_size(const std::string& chapter) {
+  int n = 0;
+  std::error_code ignored;
+  for (const auto& f : fs::directory_iterator(kRoot / "tests" / chapter, ignored)) {
+    if (f.path().extension() != ".cpp") continue;
+    std::ifstream in(f.path());
+    for (std::string line; std::getline(in, line);) n += line.starts_with("TEST_CASE(");
+  }
+  return n;
+}
+
+// One check: build, run, print. Returns its exit status.
+int check_once(const Options& o) {
+  std::ostream& progress = o.json ? std::cerr : std::cout;
+  // A chapter whose exercise files are still the stubs as handed out fails
+  // every test with "not implemented yet": its suite is neither built nor
+  // run, and its line counts its test cases from the suite's source. Only
+  // the first such chapter is built, for the "Next:" line. (Not with
+  // --untouched, which proves that rule, nor for one chapter asked by
+  // number.) A fresh clone so builds one chapter's suite, not eight.
+  std::vector<std::string> build;
+  std::vector<bool> skipped(o.chapters.size(), false);
+  bool first_untouched_seen = false;
+  int skipped_count = 0;
+  for (size_t i = 0; i < o.chapters.size(); ++i) {
+    const bool untouched = !o.untouched_rule && o.chapters.size() > 1 && exercises_untouched(o.chapters[i]);
+    if (untouched && first_untouched_seen) {
+      skipped[i] = true;
+      ++skipped_count;
+      continue;
+    }
+    first_untouched_seen = first_untouched_seen || untouched;
+    build.push_back(o.chapters[i]);
+  }
+  if (skipped_count == 0)
+    progress << "book check: building the exercise suites of " << build.size()
+             << " chapter(s) (the first time takes a minute or two)..." << std::endl;
+  else
+    progress << "book check: building the exercise suites of " << build.size() << " chapter(s); " << skipped_count
+             << " untouched chapter(s) need no build yet..." << std::endl;
+
+  // (in $TMPDIR, as mktemp -d: the cases' output and reports, the build log)
+  std::string scratch_template = (fs::temp_directory_path() / "book-check.XXXXXX").string();
+  if (!mkdtemp(scratch_template.data()))
+    refuse("check: cannot make a scratch folder in " + fs::temp_directory_path().string());
+  const fs::path scratch = scratch_template;
+  const int jobs = processors();
+  const std::map<std::string, std::string> broken =
+      build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
+                   isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
+  progress << "Exercises: your implementations in exercises/ against the hidden suites (time limit "
+           << o.timeout_seconds << " s a test)\n"
+           << std::endl;
+
+  CheckReport report;
+  report.book_chapters = o.book_chapters;
+  report.timeout_seconds = o.timeout_seconds;
+  report.untouched_rule = o.untouched_rule;
+  Limits limits;
+  limits.timeout_seconds = o.timeout_seconds;
+  limits.jobs = jobs;
+  limits.memory_kb = memory_share_kb(jobs);
+  for (size_t i = 0; i < o.chapters.size(); ++i) {
+    ChapterReport chapter;
+    chapter.chapter = o.chapters[i];
+    if (const auto error = broken.find(chapter.chapter); error != broken.end()) {
+      chapter.state = ChapterReport::State::does_not_compile;
+      chapter.compile_error = error->second;
+    } else if (skipped[i]) {
+      chapter.state = ChapterReport::State::untouched;
+      chapter.untouched_tests = suite_size(chapter.chapter);
+    } else {
+      const fs::path suite = kBuild / "tests" / ("test_" + chapter.chapter.substr(0, 2) + "_exercises");
+      const fs::path cases = scratch / chapter.chapter;
+      fs::create_directories(cases);
+      chapter.results = run_suite(suite, list_test_cases(suite), limits, cases);
+      if (const fs::path record = record_folder(); !record.empty())
+        std::ofstream(record / (chapter.chapter + ".results")) << results_record(chapter.results);
+    }
+    if (!o.json) std::cout << chapter_text(chapter, o.untouched_rule) << std::flush;
+    report.chapters.push_back(std::move(chapter));
+  }
+  report.one_hung = limits.one_hung;
+  const WrittenCount written = functions_written(kRoot, o.chapters);
+  report.functions_written = written.written;
+  report.functions_total = written.total;
+  std::cout << (o.json ? report_json(report) : summary_text(report)) << std::flush;
+  std::error_code ignored;
+  fs::remove_all(scratch, ignored);
+  return exit_status(report);
+}
+
+std::atomic<bool> stop_watching{false};
+extern "C" void on_stop(int) { stop_watching = true; }
+
+[[noreturn]] void stopped() {
+  std::cout << "\nbook: stopped watching" << std::endl;
+  std::exit(0);
+}
+
+// Checks again on every save under exercises/, until Ctrl-C.
+[[noreturn]] void watch(const Options& o) {
+  struct sigaction action {};
+  action.sa_handler = on_stop;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const fs::path exercises = kRoot / "exercises";
+  while (true) {
+    if (isatty(STDOUT_FILENO)) std::cout << "\033[2J\033[H";
+    // A save made while the check builds or runs would be missed by a
+    // watcher started after it: compare the files before and after.
+    const std::string stamp = folder_stamp(exercises);
+    check_once(o);
+    if (stop_watching) stopped();
+    std::cout << std::endl;
+    if (folder_stamp(exercises) != stamp) {
+      std::cout << "exercises/ changed during this check: checking again..." << std::endl;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    std::cout << "Watching exercises/ for changes (Ctrl-C to stop)..." << std::endl;
+    wait_for_change(exercises, stop_watching);
+    if (stop_watching) stopped();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  if (options.watch) watch(options);
+  return check_once(options);
+}

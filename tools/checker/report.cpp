@@ -1,0 +1,251 @@
+#include "report.hpp"
+
+#include "crash_words.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <cctype>
+#include <sstream>
+
+namespace sa::check {
+namespace {
+
+// printf's "%-Ns": padded to `width` bytes (as the bash version padded
+// "…  in progress", whose ellipsis is three bytes: the columns stay where
+// readers and the tooling test have seen them).
+std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+
+struct Counts {
+  int pass = 0, todo = 0, fail = 0, crash = 0, timeout = 0;
+  int total() const { return pass + todo + fail + crash + timeout; }
+};
+
+Counts count(const std::vector<CaseResult>& results) {
+  Counts c;
+  for (const CaseResult& r : results) switch (r.status) {
+      case Status::pass: ++c.pass; break;
+      case Status::todo: ++c.todo; break;
+      case Status::fail: ++c.fail; break;
+      case Status::crash: ++c.crash; break;
+      case Status::timeout: ++c.timeout; break;
+    }
+  return c;
+}
+
+bool broken(const CaseResult& r) { return r.status == Status::crash || r.status == Status::timeout; }
+
+// Test cases that broke the same way share one message: the same words but
+// for the time limit, which drops after the first hang.
+std::string group_key(const std::string& message) {
+  // The first "after <digits> s" goes.
+  for (size_t at = message.find("after "); at != std::string::npos; at = message.find("after ", at + 1)) {
+    size_t end = at + 6;
+    while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+    if (end > at + 6 && message.compare(end, 2, " s") == 0) return message.substr(0, at) + message.substr(end + 2);
+  }
+  return message;
+}
+
+// Whether the untouched-stubs rule broke in this chapter: every test case of
+// a stub must be "todo".
+bool breaks_untouched_rule(const Counts& c) { return c.pass != 0 || c.todo != c.total() || c.total() == 0; }
+
+std::string status_word(const Counts& c) {
+  if (c.total() == 0) return "?  the suite ran no test";
+  if (c.pass == c.total()) return "✓  passed";
+  if (c.todo == c.total()) return "·  not started";
+  return "…  in progress";
+}
+
+bool chapter_passes(const ChapterReport& chapter) {
+  if (chapter.state != ChapterReport::State::ran) return false;
+  const Counts c = count(chapter.results);
+  return c.total() > 0 && c.pass == c.total();
+}
+
+// What to do next: mend what is written wrong (a compile error, a failure, a
+// crash, a hang), in any chapter, before writing the next function.
+struct Advice {
+  enum class Kind { none, compile, fix, next } kind = Kind::none;
+  std::string chapter, test, message, hint;
+};
+
+Advice advice(const CheckReport& report) {
+  Advice next;
+  for (const ChapterReport& chapter : report.chapters) {
+    if (chapter.state == ChapterReport::State::does_not_compile)
+      return {Advice::Kind::compile, chapter.chapter, "", chapter.compile_error, ""};
+    for (const CaseResult& r : chapter.results) {
+      if (r.status == Status::fail || broken(r)) return {Advice::Kind::fix, chapter.chapter, r.test, r.message, ""};
+      if (r.status != Status::pass && next.kind == Advice::Kind::none)
+        next = {Advice::Kind::next, chapter.chapter, r.test, r.message, r.hint};
+    }
+  }
+  return next;
+}
+
+int rule_problems(const CheckReport& report) {
+  int problems = 0;
+  for (const ChapterReport& chapter : report.chapters) {
+    if (chapter.state == ChapterReport::State::does_not_compile) ++problems;
+    if (chapter.state != ChapterReport::State::ran) continue;
+    const Counts c = count(chapter.results);
+    if (c.total() == 0 || (report.untouched_rule && breaks_untouched_rule(c))) ++problems;
+  }
+  return problems;
+}
+
+}  // namespace
+
+std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
+  std::ostringstream out;
+  if (chapter.state == ChapterReport::State::does_not_compile) {
+    out << "  " << pad(chapter.chapter, 22) << " ✗  does not compile\n";
+    out << "      " << chapter.compile_error << "\n";
+    return out.str();
+  }
+  if (chapter.state == ChapterReport::State::untouched) {
+    out << "  " << pad(chapter.chapter, 22) << " " << pad("·  not started", 18) << " 0/" << chapter.untouched_tests
+        << " tests\n";
+    return out.str();
+  }
+  const Counts c = count(chapter.results);
+  out << "  " << pad(chapter.chapter, 22) << " " << pad(status_word(c), 18) << " " << c.pass << "/" << c.total()
+      << " tests";
+  if (c.fail) out << ", " << c.fail << " failed";
+  if (c.crash) out << ", " << c.crash << " crashed";
+  if (c.timeout) out << ", " << c.timeout << " timed out";
+  out << "\n";
+  // A crash or a hang is named at once: it is the case a reader cannot
+  // guess. Test cases that broke the same way (one endless loop reached by
+  // twenty tests) share one message: four are named, or three and a count.
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const CaseResult*>> groups;
+  for (const CaseResult& r : chapter.results) {
+    if (!broken(r)) continue;
+    const std::string key = group_key(r.message);
+    if (!groups.count(key)) keys.push_back(key);
+    groups[key].push_back(&r);
+  }
+  for (const std::string& key : keys) {
+    const std::vector<const CaseResult*>& same = groups[key];
+    const size_t named = same.size() <= 4 ? same.size() : 3;
+    for (size_t i = 0; i < named; ++i) out << "      ✗ " << same[i]->test << "\n";
+    if (named < same.size()) out << "      ✗ ... and " << same.size() - 3 << " more test cases the same way\n";
+    out << "          " << same.front()->message << "\n";
+  }
+  // So is a wrong answer, in a function the reader believes written: the
+  // first three, with what was expected and what came out.
+  int failed = 0;
+  for (const CaseResult& r : chapter.results) {
+    if (r.status != Status::fail) continue;
+    if (failed++ < 3) out << "      ✗ " << r.test << "\n          " << r.message << "\n";
+  }
+  if (failed > 3) out << "      ... and " << failed - 3 << " more failed\n";
+  if (untouched_rule && breaks_untouched_rule(c)) {
+    out << "    untouched stubs must fail only with 'not implemented yet', but:\n";
+    for (const CaseResult& r : chapter.results)
+      if (r.status != Status::todo) out << "      " << to_string(r.status) << "\t" << r.test << "\t" << r.message << "\n";
+  }
+  return out.str();
+}
+
+std::string summary_text(const CheckReport& report) {
+  std::ostringstream out;
+  out << "\n";
+  if (report.one_hung && report.timeout_seconds > report.hung_timeout_seconds)
+    out << "(After the first test that hung, the others had " << report.hung_timeout_seconds << " s each instead of "
+        << report.timeout_seconds << " s.)\n\n";
+  if (int(report.chapters.size()) == report.book_chapters) {
+    int done = 0;
+    for (const ChapterReport& chapter : report.chapters) done += chapter_passes(chapter);
+    out << "Progress: " << done << "/" << report.book_chapters << " chapters\n";
+  }
+  // (written: its body differs from the stub's; right or wrong, the table says)
+  out << "Functions written: " << report.functions_written << " of " << report.functions_total
+      << " (./book hint N for a hint, ./book reset N FUNCTION to start one again)\n\n";
+  const Advice a = advice(report);
+  switch (a.kind) {
+    case Advice::Kind::next: {
+      std::string what = a.message;
+      const std::string prefix = std::string(kNotImplemented) + " ";
+      if (what.starts_with(prefix)) what = what.substr(prefix.size());
+      out << "Next: " << what << "\n";
+      if (!a.hint.empty()) out << "  hint: " << a.hint << "\n";
+      break;
+    }
+    case Advice::Kind::compile: out << "Fix: " << a.chapter << " does not compile\n  " << a.message << "\n"; break;
+    case Advice::Kind::fix: out << "Fix: " << a.test << "\n  " << a.message << "\n"; break;
+    case Advice::Kind::none: break;
+  }
+  if (a.kind != Advice::Kind::none)
+    out << "Run ./book check again after each change (or ./book check --watch).\n";
+  else if (exit_status(report) == 0 && !report.untouched_rule)
+    out << "Every test passes.\n";
+  if (report.untouched_rule) {
+    if (const int problems = rule_problems(report))
+      out << "book: " << problems << " suite(s) broke the untouched-stubs rule\n";
+    else
+      out << "book: every untouched exercise fails only with 'not implemented yet'\n";
+  }
+  return out.str();
+}
+
+std::string report_text(const CheckReport& report) {
+  std::string text;
+  for (const ChapterReport& chapter : report.chapters) text += chapter_text(chapter, report.untouched_rule);
+  return text + summary_text(report);
+}
+
+int exit_status(const CheckReport& report) {
+  if (report.untouched_rule) return rule_problems(report) == 0 ? 0 : 1;
+  for (const ChapterReport& chapter : report.chapters)
+    if (!chapter_passes(chapter)) return 1;
+  return 0;
+}
+
+std::string report_json(const CheckReport& report) {
+  using nlohmann::json;
+  json tests = json::array(), chapters = json::array();
+  for (const ChapterReport& chapter : report.chapters) {
+    json summary = {{"chapter", chapter.chapter}};
+    switch (chapter.state) {
+      case ChapterReport::State::does_not_compile:
+        summary["status"] = "does not compile";
+        summary["message"] = chapter.compile_error;
+        break;
+      case ChapterReport::State::untouched:
+        summary["status"] = "not started";
+        summary["passed"] = 0;
+        summary["tests"] = chapter.untouched_tests;
+        break;
+      case ChapterReport::State::ran: {
+        const Counts c = count(chapter.results);
+        std::string word = status_word(c);
+        summary["status"] = word.substr(word.find("  ") + 2);
+        summary["passed"] = c.pass;
+        summary["tests"] = c.total();
+        break;
+      }
+    }
+    chapters.push_back(summary);
+    for (const CaseResult& r : chapter.results)
+      tests.push_back({{"chapter", chapter.chapter},
+                       {"test", r.test},
+                       {"function", r.function},
+                       {"status", to_string(r.status)},
+                       {"message", r.message},
+                       {"hint", r.hint}});
+  }
+  json out = {{"chapters", chapters},
+              {"tests", tests},
+              {"functions_written", report.functions_written},
+              {"functions_total", report.functions_total},
+              {"timeout_seconds", report.timeout_seconds},
+              {"one_hung", report.one_hung},
+              {"exit_status", exit_status(report)}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace sa::check
