@@ -99,7 +99,7 @@ TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker
   CHECK(sa::check::exit_status(report) == 0);
 }
 
-TEST_CASE("--untouched holds every stub to 'not implemented yet'", "[checker]") {
+TEST_CASE("with --untouched, check holds every stub to 'not implemented yet'", "[checker]") {
   CheckReport report;
   report.untouched_rule = true;
   ChapterReport c;
@@ -115,7 +115,7 @@ TEST_CASE("--untouched holds every stub to 'not implemented yet'", "[checker]") 
   CHECK(sa::check::exit_status(report) == 1);
 }
 
-TEST_CASE("--json has one object per test case", "[checker]") {
+TEST_CASE("with --json, check prints one object per test case", "[checker]") {
   const CheckReport report = recorded_report();
   const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(report));
   size_t cases = 0;
