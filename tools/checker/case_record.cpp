@@ -1,6 +1,7 @@
 #include "case_record.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 namespace sa::check {
@@ -15,6 +16,13 @@ std::vector<std::string> fields(const std::string& line) {
 }
 
 }  // namespace
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 std::string case_record(const std::string& test, const CaseEnd& end) {
   std::ostringstream out;

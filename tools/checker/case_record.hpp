@@ -18,6 +18,10 @@
 
 namespace sa::check {
 
+// The whole of a file, or "" when it cannot be read (a report the test
+// process never wrote).
+std::string read_file(const std::filesystem::path& path);
+
 struct RecordedCase {
   std::string test;
   CaseEnd end;

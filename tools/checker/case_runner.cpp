@@ -23,13 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<char*> pointers(std::vector<std::string>& words) {
   std::vector<char*> p;
   for (std::string& w : words) p.push_back(w.data());

@@ -132,13 +132,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Whether a chapter's exercise files are the stubs as handed out
 // (tests/stubs/C/), byte for byte: the same .cpp files, unchanged.
 bool exercises_untouched(const std::string& chapter) {
