@@ -20,6 +20,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
+#include "sa/paths.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/core.h>
@@ -128,7 +129,7 @@ struct PyTorchStep {
 std::optional<PyTorchStep> pytorch_step(int64_t steps) {
   const std::string cmd = fmt::format(
       "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 {}/tests/reference/ch07_training.py --bench {} 2>&1",
-      SA_SOURCE_DIR, steps);
+      source_dir().string(), steps);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return std::nullopt;
   std::array<char, 512> line{};

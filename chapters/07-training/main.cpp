@@ -15,6 +15,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/paths.hpp"
 #include "sa/print.hpp"
 
 #include <fmt/core.h>
@@ -75,7 +76,7 @@ void run(int argc, char** argv) {
   require_writable_dir("--checkpoint-dir", o.checkpoint_dir);  // before 20 s of training, not after
   if (o.task != "reversal" && o.task != "corpus" && o.task != "both")
     throw UsageError(fmt::format("--task must be reversal, corpus or both, got '{}'", o.task));
-  if (o.corpus.empty()) o.corpus = std::string(SA_SOURCE_DIR) + "/chapters/07-training/corpus.txt";
+  if (o.corpus.empty()) o.corpus = (source_dir() / "chapters/07-training/corpus.txt").string();
   if (o.corpus_d_model % o.corpus_heads != 0)
     throw UsageError(fmt::format("--corpus-d-model {} is not divisible by --corpus-heads {}", o.corpus_d_model,
                                  o.corpus_heads));

@@ -21,6 +21,7 @@
 #include "sa/measure.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/paths.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/format.h>
@@ -65,7 +66,7 @@ struct PyTorchRun {
 std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
   std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "
                                 "{}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
-                                SA_SOURCE_DIR, d_k, budget);
+                                source_dir().string(), d_k, budget);
   for (int64_t T : sizes) cmd += fmt::format(" {}", T);
   cmd += " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);

@@ -6,6 +6,7 @@
 #include "sa/measure.hpp"
 #include "08-efficient-attention/steps.hpp"
 
+#include "sa/paths.hpp"
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
 
@@ -95,7 +96,7 @@ double median_of(const std::vector<double>& v, size_t from, size_t to) {
 
 void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
   Generator gen(seed);
-  const Corpus corpus = load_corpus(std::string(SA_SOURCE_DIR) + "/chapters/07-training/corpus.txt");
+  const Corpus corpus = load_corpus((source_dir() / "chapters/07-training/corpus.txt").string());
   say("A language model writes one token at a time, and each new token needs the whole text so far as input. "
       "Run from scratch, every step recomputes the keys and values of every earlier token, which a causal mask "
       "guarantees have not changed. The key/value cache keeps them: one KVCache per block and head, the new "

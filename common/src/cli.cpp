@@ -1,6 +1,7 @@
 #include "sa/cli.hpp"
 
 #include "sa/exercise.hpp"
+#include "sa/paths.hpp"
 #include "sa/print.hpp"
 #include "sa/text.hpp"
 
@@ -78,7 +79,7 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
     // Figures go to the build tree by default: a run with other options must
     // never overwrite the committed figures in plots/, which `./book plots`
     // draws with the default options (--plots-dir plots/<chapter>).
-    : plots_dir(std::string(SA_BINARY_DIR) + "/plots/" + chapter),
+    : plots_dir((binary_dir() / "plots" / chapter).string()),
       chapter_(std::move(chapter)),
       summary_(std::move(summary)),
       program_(program.empty() ? chapter_ : std::move(program)) {

@@ -19,7 +19,7 @@ std::string sibling_program(const std::string& name) {
 std::string shown_path(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path rel = fs::relative(path, SA_SOURCE_DIR, ec);
+  const fs::path rel = fs::relative(path, source_dir(), ec);
   if (ec || rel.empty() || *rel.begin() == "..") return path;
   return rel.string();
 }

@@ -19,6 +19,7 @@
 #include "07-training/reversal.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/paths.hpp"
 #include "sa/rng.hpp"
 
 #include <catch2/catch.hpp>
@@ -620,7 +621,7 @@ TEST_CASE("checkpoint: a configuration, a vocabulary or values that cannot be a 
 // ===========================================================================
 namespace {
 
-const std::string kBookCorpus = std::string(SA_SOURCE_DIR) + "/chapters/07-training/corpus.txt";
+const std::string kBookCorpus = (source_dir() / "chapters/07-training/corpus.txt").string();
 
 ModelConfig corpus_model(const Corpus& c, bool causal) {
   ModelConfig cfg;

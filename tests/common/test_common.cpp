@@ -3,6 +3,7 @@
 #include "sa/cli.hpp"
 #include "sa/exercise.hpp"
 #include "sa/nn.hpp"
+#include "sa/paths.hpp"
 #include "sa/print.hpp"
 #include "sa/tensor.hpp"
 #include "sa/text.hpp"
@@ -199,7 +200,7 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--temperature", ".5"}).empty());
   CHECK(usage_error({"--plots-dir", ""}) == "--plots-dir is empty: give a folder");
   // A regular file where the folder should be, and a folder under it.
-  const std::string file = std::string(SA_BINARY_DIR) + "/tests/a-file-not-a-folder";
+  const std::string file = (binary_dir() / "tests" / "a-file-not-a-folder").string();
   std::ofstream(file) << "x";
   CHECK(usage_error({"--plots-dir", file}) == "--plots-dir '" + file + "' is not a folder");
   CHECK(usage_error({"--plots-dir", file + "/sub"}).rfind("--plots-dir '" + file + "/sub' cannot be created", 0) == 0);
@@ -210,7 +211,7 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
 TEST_CASE("Cli: a figure folder is probed but not created, so a run refused for another option leaves none behind",
           "[common][cli]") {
   namespace fs = std::filesystem;
-  const fs::path parent = fs::path(SA_BINARY_DIR) / "tests" / "scratch" / "probe-parent";
+  const fs::path parent = binary_dir() / "tests" / "scratch" / "probe-parent";
   fs::remove_all(parent);
   fs::create_directories(parent);
   const fs::path wanted = parent / "new" / "deeper";

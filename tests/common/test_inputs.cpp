@@ -12,13 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include "sa/paths.hpp"
 
 using namespace sa;
 namespace fs = std::filesystem;
 
 namespace {
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(SA_BINARY_DIR) / "tests" / "scratch";
+  const fs::path dir = binary_dir() / "tests" / "scratch";
   fs::create_directories(dir);
   return dir / name;
 }

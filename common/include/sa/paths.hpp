@@ -7,6 +7,14 @@
 
 namespace sa {
 
+// The repository's root and the build folder, as CMake configured them.
+// They are compiled into one small file (build_paths.cpp) and nowhere else:
+// a path on every file's command line would make a copy of the tree at
+// another place recompile everything, where the compiler cache could have
+// answered (the exercise loop's test builds such a copy).
+const std::filesystem::path& source_dir();
+const std::filesystem::path& binary_dir();
+
 // The folder of the running program (build/bin), from /proc/self/exe;
 // empty when Linux cannot say.
 std::filesystem::path running_program_dir();
