@@ -30,6 +30,12 @@ expect() {  # pattern (fixed string), description
 # ---- a copy of the tree, without its builds
 tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$WORK" -xf -
 B="$WORK"
+# The mistakes go into chapters 2 to 5, so the copy's book ends at chapter 5:
+# chapters 6 to 8 would add minutes of compiling (chapter 7's suite alone is
+# a minute of CPU) and nothing the loop does differently. Their untouched
+# stubs are checked on the whole tree (CI's ./book check --untouched).
+sed -i '/^0[6-9]-/d; /^[1-9][0-9]-/d' "$B/chapters/chapters.txt"
+grep -q '^05-' "$B/chapters/chapters.txt" || { echo "cannot cut the copy's chapter list after chapter 5"; exit 1; }
 for c in 02-scaling 03-softmax 04-multi-head 05-causal-mask; do cp "$ROOT/solutions/$c/"*.cpp "$B/exercises/$c/"; done
 inject() {  # file, line that opens the function, statement to put first in it
   grep -q "^$2" "$1" || { echo "cannot find '$2' in $1"; exit 1; }
@@ -55,10 +61,10 @@ cat "$WORK/out"
 echo "(check took $elapsed s, exit status $rc)"
 [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1 (some tests fail)"
 
-# The table is complete: one line per chapter of the book's list.
+# The table is complete: one line per chapter of the (copy's) book's list.
 while read -r c; do
   grep -qE "^  $c " "$WORK/out" || fail "the table has no line for $c"
-done < <(sed -n 's/^\([0-9][0-9]-[a-z0-9-]*\)[[:space:]]*$/\1/p' "$ROOT/chapters/chapters.txt")
+done < <(sed -n 's/^\([0-9][0-9]-[a-z0-9-]*\)[[:space:]]*$/\1/p' "$B/chapters/chapters.txt")
 
 # Chapter 2 does not compile, and says where.
 grep -A1 -E '^  02-scaling +✗  does not compile' "$WORK/out" |
