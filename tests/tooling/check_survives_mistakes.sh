@@ -15,9 +15,11 @@
 # change and stops on Ctrl-C, and an exit() in causal_mask, which other
 # functions' tests call, is named as causal_mask's.
 set -euo pipefail
-# The copy is built as a reader's is: CI's -Werror would turn a reader's
-# harmless warning into "does not compile".
-unset CI
+# Under CI the copy keeps CI's -Werror, so that it is compiled with the same
+# flags as the tree's own exercise track (./book check --untouched, just
+# before) and the compiler cache answers for every file but the injected
+# ones. The mistakes below are wrong behaviour or a real compile error,
+# none a warning, so -Werror changes nothing a reader would see.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
