@@ -177,7 +177,7 @@ void run(int argc, char** argv) {
     // The whole benchmark against the budget: the timed steps, the run to
     // 99% (at most --max-epochs, each with its evaluation), and the twin
     // (whose step is about the C++ one, plus Python's start).
-    const ch7::Options reversal;  // the setup timed: the chapter's defaults
+    const ch7::ReversalOptions reversal;  // the setup timed: the chapter's defaults
     const double L = double(2 * reversal.digits + 1), d = double(reversal.d_model), layers = double(reversal.layers),
                  V = double(reversal.vocab);
     const double step = ch7::train_seconds(double(kBatch) * L, d, layers, L, V) + ch7::step_seconds(1, d, layers, L, V);

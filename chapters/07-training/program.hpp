@@ -30,7 +30,12 @@
 
 namespace sa::ch7 {
 
-struct Options {
+// The options, one struct per task, each field named after its flag:
+// main.cpp fills them from the command line, and a task's functions see
+// only that task's options (or the one or two values they use).
+
+// Task 1, reversal: --epochs to --position-epochs.
+struct ReversalOptions {
   int64_t epochs = 100;
   int64_t batch = 128;
   double lr = 3e-4;
@@ -43,7 +48,12 @@ struct Options {
   int64_t layers = 2;
   int64_t sample = 0;
   int64_t position_epochs = 10;  // the position-encoding comparison (at most epochs)
-  std::string task = "both";
+  double dropout = 0.0;          // --dropout resolved for this task (SharedOptions::reversal_dropout)
+  std::string checkpoint_dir;
+};
+
+// Task 2, next-token prediction on the corpus: --corpus to --corpus-heads.
+struct CorpusOptions {
   std::string corpus;  // default: chapters/07-training/corpus.txt
   std::string text = "the cat sat on the mat";
   int64_t corpus_epochs = 20;
@@ -51,6 +61,14 @@ struct Options {
   double corpus_lr = 3e-3;
   int64_t corpus_d_model = 64;
   int64_t corpus_heads = 4;
+  double dropout = kCorpusDropout;  // --dropout resolved for this task (SharedOptions::corpus_dropout)
+  std::string checkpoint_dir;
+};
+
+// What the command line says for the program as a whole: which tasks run,
+// and the two options both tasks take, before main.cpp hands them on.
+struct SharedOptions {
+  std::string task = "both";
   std::string checkpoint_dir;
   // --dropout: attention dropout in training (chapter 6), off in
   // evaluation. Unset, each task takes its own default.
@@ -103,19 +121,19 @@ struct CorpusInput {
 };
 
 // Reads --corpus and encodes --text, refusing bad input before any work.
-CorpusInput read_corpus_input(const Options& o);
+CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text);
 
 // Refuses task 1's options that do not fit together (d_model and heads,
 // --sample and --test), before anything prints.
-void check_reversal_options(const Options& o);
+void check_reversal_options(const ReversalOptions& o);
 
 // The checkpoints each task saves when it ends, with an upper bound of
 // their sizes: checked (require_checkpoint_targets) before any training.
-std::vector<CheckpointTarget> reversal_checkpoints(const Options& o);
-std::vector<CheckpointTarget> corpus_checkpoints(const Options& o, const CorpusInput& input);
+std::vector<CheckpointTarget> reversal_checkpoints(const ReversalOptions& o);
+std::vector<CheckpointTarget> corpus_checkpoints(const CorpusOptions& o, const CorpusInput& input);
 
-void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step);
-void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step);
+void run_reversal(const ReversalOptions& o, const Cli& cli, Figures& figures, Steps& next_step);
+void run_corpus(const CorpusOptions& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step);
 void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& next_step);
 
 }  // namespace sa::ch7

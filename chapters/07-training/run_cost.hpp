@@ -87,7 +87,7 @@ inline double parameter_bytes(double d, double layers, double L, double vocab, d
 // generation runs it at every length from digits + 1 to 2 digits, each length
 // a work space of its own in the model: with --digits 32 and the 500
 // held-out samples that is 9 GB.
-inline RunEstimate reversal_cost(const Options& o) {
+inline RunEstimate reversal_cost(const ReversalOptions& o) {
   const double L = double(2 * o.digits), d = double(o.d_model), layers = double(o.layers), V = double(o.vocab),
                heads = double(o.heads), test = double(o.test);
   const double passes = double(o.epochs) + 3.0 * double(std::min(o.position_epochs, o.epochs));
@@ -114,7 +114,7 @@ inline RunEstimate reversal_cost(const Options& o) {
 // again with the other dropout setting) each train --corpus-epochs epochs over
 // the training sentences and are evaluated after each; attention pooling
 // (task 3) is small beside them. Batches hold sentences of one length.
-inline RunEstimate corpus_cost(const Options& o, const Corpus& c) {
+inline RunEstimate corpus_cost(const CorpusOptions& o, const Corpus& c) {
   double tokens = 0;
   for (const auto& s : c.sentences) tokens += double(s.size());
   const double L = double(c.max_len()), d = double(o.corpus_d_model), V = double(c.vocab.size()),
@@ -138,18 +138,16 @@ inline RunEstimate corpus_cost(const Options& o, const Corpus& c) {
   return e;
 }
 
-// The whole run: the tasks run one after the other, so times add up and the
-// memory is the larger task's.
-inline RunEstimate run_cost(const Options& o, const Corpus* corpus) {
+// The whole run, from the estimates of the tasks it runs: they run one after
+// the other, so times add up and the memory is the larger task's.
+inline RunEstimate run_cost(const std::vector<RunEstimate>& tasks) {
   RunEstimate total;
   std::vector<std::string> parts;
-  const auto add = [&](const RunEstimate& e) {
+  for (const RunEstimate& e : tasks) {
     total.seconds += e.seconds;
     total.bytes = std::max(total.bytes, e.bytes);
     parts.push_back(e.options);
-  };
-  if (o.task != "corpus") add(reversal_cost(o));
-  if (corpus) add(corpus_cost(o, *corpus));
+  }
   total.options = fmt::format("{}", fmt::join(parts, " and "));
   return total;
 }

@@ -31,19 +31,19 @@
 
 namespace sa::ch7 {
 
-CorpusInput read_corpus_input(const Options& o) {
-  CorpusInput in{load_corpus(o.corpus), {}};
+CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text) {
+  CorpusInput in{load_corpus(corpus_path), {}};
   std::vector<std::string> words;
   for (int64_t i = 0; i < in.corpus.vocab.size(); ++i) words.push_back(in.corpus.vocab.word(i));
-  in.text_ids = encode_text(o.text, words);
+  in.text_ids = encode_text(text, words);
   const int64_t n = int64_t(in.text_ids.size());
-  if (n < 2) throw UsageError(fmt::format("--text '{}' has {} token; give at least two", o.text, n));
+  if (n < 2) throw UsageError(fmt::format("--text '{}' has {} token; give at least two", text, n));
   if (n > in.corpus.max_len() - 1)
     throw UsageError(fmt::format("--text has {} tokens, but the models are trained on inputs of at most {}", n,
                                  in.corpus.max_len() - 1));
   if (int64_t(in.corpus.sentences.size()) < 16)
     throw UsageError(fmt::format("corpus '{}' has {} sentences; task 2 needs at least 16 (every 8th is held out)",
-                                 o.corpus, in.corpus.sentences.size()));
+                                 corpus_path, in.corpus.sentences.size()));
   return in;
 }
 
@@ -58,22 +58,22 @@ namespace {
 constexpr const char* kCorpusTags[3] = {"single", "bi", "causal"};
 
 // The checkpoint of one of them.
-std::string corpus_checkpoint_path(const Options& o, const std::string& tag) {
-  return fmt::format("{}/corpus-{}.safetensors", o.checkpoint_dir, tag);
+std::string corpus_checkpoint_path(const std::string& checkpoint_dir, const std::string& tag) {
+  return fmt::format("{}/corpus-{}.safetensors", checkpoint_dir, tag);
 }
 
-// The configurations of task 2's three models: one head, H heads
-// bidirectional, H heads causal; one layer each.
-std::vector<ModelConfig> corpus_model_configs(const Options& o, const Corpus& corpus) {
+// The configurations of task 2's three models: one head, H = heads heads
+// bidirectional, H heads causal; one layer each, of width d_model.
+std::vector<ModelConfig> corpus_model_configs(int64_t d_model, int64_t heads, const Corpus& corpus) {
   std::vector<ModelConfig> configs(3);
   for (size_t k = 0; k < 3; ++k) {
     ModelConfig& c = configs[k];
     c.vocab = corpus.vocab.size();
     c.max_seq = corpus.max_len();
-    c.d_model = o.corpus_d_model;
-    c.n_heads = k == 0 ? 1 : o.corpus_heads;
+    c.d_model = d_model;
+    c.n_heads = k == 0 ? 1 : heads;
     c.n_layers = 1;
-    c.d_ff = 4 * o.corpus_d_model;
+    c.d_ff = 4 * d_model;
     c.causal = k == 2;
   }
   return configs;
@@ -84,16 +84,16 @@ std::vector<ModelConfig> corpus_model_configs(const Options& o, const Corpus& co
 // The three models of task 2, untrained: one head or H, bidirectional or
 // causal, each from its own generator with the same seed, so the two
 // H-head models start from the same weights and see the same batches.
-std::vector<CorpusModel> make_corpus_models(const Options& o, const Corpus& corpus, uint64_t seed) {
+std::vector<CorpusModel> make_corpus_models(int64_t d_model, int64_t heads, const Corpus& corpus, uint64_t seed) {
   std::vector<CorpusModel> models(3);
-  const int64_t H = o.corpus_heads;
+  const int64_t H = heads;
   models[0].name = "single-head, bidirectional";
   models[0].tag = kCorpusTags[0];
   models[1].name = fmt::format("{} heads, bidirectional", H);
   models[1].tag = kCorpusTags[1];
   models[2].name = fmt::format("{} heads, causal", H);
   models[2].tag = kCorpusTags[2];
-  const std::vector<ModelConfig> configs = corpus_model_configs(o, corpus);
+  const std::vector<ModelConfig> configs = corpus_model_configs(d_model, heads, corpus);
   for (size_t k = 0; k < 3; ++k) {
     models[k].cfg = configs[k];
     models[k].gen = std::make_unique<Generator>(seed);
@@ -118,16 +118,16 @@ namespace {
 // the first two and the saving; task_corpus.hpp lists the others).
 // ===========================================================================
 
-void print_corpus_title(const Options& o, const Corpus& corpus, uint64_t seed) {
+void print_corpus_title(const CorpusOptions& o, const Corpus& corpus, uint64_t seed) {
   gap();
   fmt::print("Task 2: next-token prediction on {} ({} sentences), d_model {}, 1 layer, batch {}, Adam lr {}, "
              "attention dropout {}, {} epochs, seed {}\n",
              shown_path(o.corpus), corpus.sentences.size(), o.corpus_d_model, o.corpus_batch, o.corpus_lr,
-             o.corpus_dropout(), o.corpus_epochs, seed);
+             o.dropout, o.corpus_epochs, seed);
 }
 
 // Step "The corpus: predict every next word".
-void step_the_corpus(const Options& o, const Corpus& corpus, const CorpusSplit& split) {
+void step_the_corpus(int64_t batch, const Corpus& corpus, const CorpusSplit& split) {
   std::map<size_t, int64_t> lengths;
   for (const auto& s : corpus.sentences) ++lengths[s.size()];
   std::string length_list;
@@ -151,9 +151,9 @@ void step_the_corpus(const Options& o, const Corpus& corpus, const CorpusSplit& 
   }
   fmt::print("  input   {}\n  target  {}\n", fmt::join(in, " "), fmt::join(out, " "));
   const int64_t T0 = int64_t(first.size()) - 1;
-  print_shape(fmt::format("a batch of {} such sentences, inputs", o.corpus_batch), {o.corpus_batch, T0},
+  print_shape(fmt::format("a batch of {} such sentences, inputs", batch), {batch, T0},
               "(batch, seq): all of one length");
-  print_shape("its targets", {o.corpus_batch, T0});
+  print_shape("its targets", {batch, T0});
   say("Every position predicts the word after it, and every prediction counts. A batch holds sentences of one "
       "length, so no padding is needed. Some of the next words can be known (after 'sat' comes 'on'), some "
       "cannot (after 'the' comes one of six animals or an adjective, anyone's guess): no model reaches 100% "
@@ -162,12 +162,12 @@ void step_the_corpus(const Options& o, const Corpus& corpus, const CorpusSplit& 
 
 // Step "Three models: one head or four (--corpus-heads), bidirectional or causal". Returns
 // them untrained, with each head's weights on --text.
-std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpus, uint64_t seed,
+std::vector<CorpusModel> step_three_models(int64_t d_model, int64_t heads, const Corpus& corpus, uint64_t seed,
                                            const std::vector<int64_t>& text_ids,
                                            const std::vector<std::string>& labels) {
-  std::vector<CorpusModel> models = make_corpus_models(o, corpus, seed);
+  std::vector<CorpusModel> models = make_corpus_models(d_model, heads, corpus, seed);
   const int64_t n = int64_t(text_ids.size());
-  const int64_t H = o.corpus_heads;
+  const int64_t H = heads;
   for (const CorpusModel& m : models) {
     const ModelConfig& c = m.cfg;
     fmt::print("  {:<26} d_k {:>2}  mask {:<15}  {} parameters\n", m.name, c.d_k(),
@@ -192,7 +192,7 @@ std::vector<CorpusModel> step_three_models(const Options& o, const Corpus& corpu
 }
 
 // Step "Save the three models".
-void step_save_the_models(const Options& o, const Corpus& corpus, uint64_t seed, std::vector<CorpusModel>& models,
+void step_save_the_models(const CorpusOptions& o, const Corpus& corpus, uint64_t seed, std::vector<CorpusModel>& models,
                           const std::vector<int64_t>& text_ids, const std::vector<std::string>& labels) {
   for (CorpusModel& m : models) {
     Checkpoint ckpt;
@@ -203,17 +203,17 @@ void step_save_the_models(const Options& o, const Corpus& corpus, uint64_t seed,
                             std::filesystem::path(o.corpus).filename().string(), m.name, o.corpus_epochs, seed,
                             m.held_score.percent(), m.prefix_score.percent());
     ckpt.params = m.model->params;
-    save_and_verify(ckpt, corpus_checkpoint_path(o, m.tag), *m.model, text_ids, 1);
+    save_and_verify(ckpt, corpus_checkpoint_path(o.checkpoint_dir, m.tag), *m.model, text_ids, 1);
   }
   fmt::print("  look at one:  {} --checkpoint {} --text \"{}\" --layer 0 --head 1\n",
              shown_path(sibling_program("07-training-analyze")),
-             shown_path(corpus_checkpoint_path(o, kCorpusTags[2])),
+             shown_path(corpus_checkpoint_path(o.checkpoint_dir, kCorpusTags[2])),
              fmt::join(labels, " "));
 }
 
 }  // namespace
 
-void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step) {
+void run_corpus(const CorpusOptions& o, const CorpusInput& input, const Cli& cli, Figures& figures, Steps& next_step) {
   const Corpus& corpus = input.corpus;
   const std::vector<int64_t>& text_ids = input.text_ids;
   const int64_t n = int64_t(text_ids.size());
@@ -224,18 +224,19 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
   print_corpus_title(o, corpus, cli.seed);
 
   next_step("The corpus: predict every next word");
-  step_the_corpus(o, corpus, split);
+  step_the_corpus(o.corpus_batch, corpus, split);
   // "four" by default: --corpus-heads changes the count, and the title follows.
   constexpr std::array<const char*, 8> kWords{"two", "three", "four", "five", "six", "seven", "eight", "nine"};
   const std::string heads = o.corpus_heads <= 9 ? kWords[size_t(o.corpus_heads - 2)] : std::to_string(o.corpus_heads);
   next_step(fmt::format("Three models: one head or {}, bidirectional or causal", heads));
-  std::vector<CorpusModel> models = step_three_models(o, corpus, cli.seed, text_ids, labels);
+  std::vector<CorpusModel> models =
+      step_three_models(o.corpus_d_model, o.corpus_heads, corpus, cli.seed, text_ids, labels);
   next_step("Training the three models");
   step_training_the_models(o, corpus, split, text_ids, cli.seed, models);
   next_step("Bidirectional next-word prediction cheats");
   step_bidirectional_cheats(models, corpus, split);
   next_step(fmt::format("What training did to each head, on {}", quoted));
-  step_what_training_did(o, models, labels, n);
+  step_what_training_did(o.corpus_heads, models, labels, n);
   next_step("The pattern analyzer over every head");
   step_pattern_analyzer(models, n);
   next_step("Save the three models");
@@ -243,17 +244,18 @@ void run_corpus(const Options& o, const CorpusInput& input, const Cli& cli, Figu
 
   gap();
   fmt::print("Drawing figures\n");
-  draw_corpus_figures(figures, o, corpus, split, labels, quoted, n, models);
+  draw_corpus_figures(figures, o.corpus_heads, o.corpus_epochs, corpus, split, labels, quoted, n, models);
 }
 
-std::vector<CheckpointTarget> corpus_checkpoints(const Options& o, const CorpusInput& input) {
+std::vector<CheckpointTarget> corpus_checkpoints(const CorpusOptions& o, const CorpusInput& input) {
   const Corpus& corpus = input.corpus;
   uint64_t token_bytes = 0;
   for (int64_t id = 0; id < corpus.vocab.size(); ++id) token_bytes += corpus.vocab.word(id).size() + 1;
   std::vector<CheckpointTarget> targets;
-  const std::vector<ModelConfig> configs = corpus_model_configs(o, corpus);
+  const std::vector<ModelConfig> configs = corpus_model_configs(o.corpus_d_model, o.corpus_heads, corpus);
   for (size_t k = 0; k < configs.size(); ++k)
-    targets.push_back({corpus_checkpoint_path(o, kCorpusTags[k]), checkpoint_size_bound(configs[k], token_bytes)});
+    targets.push_back({corpus_checkpoint_path(o.checkpoint_dir, kCorpusTags[k]),
+                       checkpoint_size_bound(configs[k], token_bytes)});
   return targets;
 }
 

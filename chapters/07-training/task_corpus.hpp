@@ -40,8 +40,9 @@ struct CorpusModel {
   Score train_score, held_score, prefix_score;
 };
 
-// The three models of task 2, untrained (task_corpus.cpp).
-std::vector<CorpusModel> make_corpus_models(const Options& o, const Corpus& corpus, uint64_t seed);
+// The three models of task 2, untrained, of width d_model (--corpus-d-model),
+// the two multi-head ones with `heads` heads (--corpus-heads) (task_corpus.cpp).
+std::vector<CorpusModel> make_corpus_models(int64_t d_model, int64_t heads, const Corpus& corpus, uint64_t seed);
 // Each head's (seq, seq) weights on one sentence (task_corpus.cpp).
 std::vector<Matrix> weights_on(TinyTransformer& model, const std::vector<int64_t>& ids);
 // A head's mean entropy (task_corpus_heads.cpp).
@@ -49,17 +50,17 @@ double mean_entropy(const Matrix& P);
 
 // The steps run_corpus calls from the other files, in its order.
 // task_corpus_training.cpp:
-void step_training_the_models(const Options& o, const Corpus& corpus, const CorpusSplit& split,
+void step_training_the_models(const CorpusOptions& o, const Corpus& corpus, const CorpusSplit& split,
                               const std::vector<int64_t>& text_ids, uint64_t seed, std::vector<CorpusModel>& models);
 void step_bidirectional_cheats(const std::vector<CorpusModel>& models, const Corpus& corpus,
                                const CorpusSplit& split);
 // task_corpus_heads.cpp:
-void step_what_training_did(const Options& o, const std::vector<CorpusModel>& models,
+void step_what_training_did(int64_t heads, const std::vector<CorpusModel>& models,
                             const std::vector<std::string>& labels, int64_t n);
 void step_pattern_analyzer(const std::vector<CorpusModel>& models, int64_t n);
 // task_corpus_figures.cpp:
-void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpus, const CorpusSplit& split,
-                         const std::vector<std::string>& labels, const std::string& quoted, int64_t n,
-                         const std::vector<CorpusModel>& models);
+void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const Corpus& corpus,
+                         const CorpusSplit& split, const std::vector<std::string>& labels, const std::string& quoted,
+                         int64_t n, const std::vector<CorpusModel>& models);
 
 }  // namespace sa::ch7

@@ -19,9 +19,9 @@
 
 namespace sa::ch7 {
 
-void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpus, const CorpusSplit& split,
-                         const std::vector<std::string>& labels, const std::string& quoted, int64_t n,
-                         const std::vector<CorpusModel>& models) {
+void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const Corpus& corpus,
+                         const CorpusSplit& split, const std::vector<std::string>& labels, const std::string& quoted,
+                         int64_t n, const std::vector<CorpusModel>& models) {
   const auto panel = [&](const Matrix& P, const std::string& title) {
     plot::Heatmap p = plot::weights_heatmap(title, P, labels);
     p.xlabel = "key (attended to)";
@@ -32,10 +32,10 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
     return fmt::format("{}: entropy {:.2f}, focus {:.2f}", who, st.entropy, st.focus);
   };
   const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
-  const int H = int(o.corpus_heads);
+  const int H = int(heads);
   figures.draw("corpus_single_head.png", [&](const std::string& path) {
     return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {} epochs", quoted,
-                                                o.corpus_epochs),
+                                                epochs),
                               1, 2,
                               {panel(single.untrained[0], stats_title(single.untrained[0], "untrained")),
                                panel(single.trained[0], stats_title(single.trained[0], "trained"))},
@@ -49,7 +49,7 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
       for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
       for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
       return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} epochs (bottom)", H,
-                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, o.corpus_epochs),
+                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, epochs),
                                 2, H, panels, 340);
     });
   };
@@ -61,7 +61,7 @@ void draw_corpus_figures(Figures& figures, const Options& o, const Corpus& corpu
     for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
     return plot::heatmap_grid(path, fmt::format("Trained {} epochs from the same weights: bidirectional (top) reads the "
                                                 "next word, causal (bottom) cannot",
-                                                o.corpus_epochs),
+                                                epochs),
                               2, H, panels, 340);
   });
   const auto metric_bars = [&](const std::string& file, const std::string& what, const std::string& ylabel,

@@ -152,9 +152,9 @@ std::string trained_heights_text(const FigureHeights& f) {
   return text;
 }
 
-void say_what_the_figures_show(const Options& o, const std::vector<CorpusModel>& models, int64_t n) {
+void say_what_the_figures_show(int64_t heads, const std::vector<CorpusModel>& models, int64_t n) {
   const FigureHeights f = measure_figure_heights(models, n);
-  const int64_t H = o.corpus_heads;
+  const int64_t H = heads;
   std::string text = fmt::format("The figures of the two {}-head models are these rows as pictures: the "
                                  "heatmaps before and after training on one colour scale, 0 to 1 "
                                  "(corpus_untrained_vs_trained.png causal, "
@@ -174,12 +174,12 @@ void say_what_the_figures_show(const Options& o, const std::vector<CorpusModel>&
 }  // namespace
 
 // Step "What training did to each head", on --text.
-void step_what_training_did(const Options& o, const std::vector<CorpusModel>& models,
+void step_what_training_did(int64_t heads, const std::vector<CorpusModel>& models,
                             const std::vector<std::string>& labels, int64_t n) {
   print_entropy_focus_table(models, n);
   print_strongest_links(models, labels);
   say_how_far_from_uniform(models, n);
-  say_what_the_figures_show(o, models, n);
+  say_what_the_figures_show(heads, models, n);
 }
 
 namespace {

@@ -25,8 +25,8 @@ namespace {
 // Trains one of task 2's models for --corpus-epochs epochs with attention
 // dropout p (chapter 6), then scores it with dropout off. With
 // `print_epochs`, one line every 5 epochs.
-void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit& split, const Options& o, double p,
-                        bool print_epochs) {
+void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit& split, const CorpusOptions& o,
+                        double p, bool print_epochs) {
   AdamConfig adam_cfg;
   adam_cfg.lr = o.corpus_lr;
   Generator& gen = *m.gen;
@@ -58,10 +58,10 @@ void train_corpus_model(CorpusModel& m, const Corpus& corpus, const CorpusSplit&
 // What dropout did: the same three models trained again from the same
 // weights with the other setting (p = 0 when training used dropout, the
 // default p otherwise), side by side.
-void compare_dropout(const std::vector<CorpusModel>& models, const Options& o, const Corpus& corpus,
+void compare_dropout(const std::vector<CorpusModel>& models, const CorpusOptions& o, const Corpus& corpus,
                      const CorpusSplit& split, uint64_t seed) {
-  const double p = o.corpus_dropout(), other_p = p > 0 ? 0.0 : kCorpusDropout;
-  std::vector<CorpusModel> others = make_corpus_models(o, corpus, seed);
+  const double p = o.dropout, other_p = p > 0 ? 0.0 : kCorpusDropout;
+  std::vector<CorpusModel> others = make_corpus_models(o.corpus_d_model, o.corpus_heads, corpus, seed);
   for (CorpusModel& m : others) train_corpus_model(m, corpus, split, o, other_p, false);
   const CorpusModel* with = p > 0 ? models.data() : others.data();
   const CorpusModel* without = p > 0 ? others.data() : models.data();
@@ -108,19 +108,19 @@ void compare_dropout(const std::vector<CorpusModel>& models, const Options& o, c
 }  // namespace
 
 // Step "Training the three models", then what dropout did to them.
-void step_training_the_models(const Options& o, const Corpus& corpus, const CorpusSplit& split,
+void step_training_the_models(const CorpusOptions& o, const Corpus& corpus, const CorpusSplit& split,
                               const std::vector<int64_t>& text_ids, uint64_t seed, std::vector<CorpusModel>& models) {
   say(fmt::format("{} epochs each over the {} training sentences, batches of at most {} sentences of one length, "
                   "Adam lr {}, {}. Loss: mean over the epoch's steps{}; held-out accuracy: every next word of the {} "
                   "held-out sentences, the whole sentence in the input (as in training), dropout off.",
                   o.corpus_epochs, split.train.size(), o.corpus_batch, o.corpus_lr,
-                  o.corpus_dropout() > 0
-                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's)", o.corpus_dropout())
+                  o.dropout > 0
+                      ? fmt::format("attention dropout p = {} in every training step (chapter 6's)", o.dropout)
                       : "no attention dropout (--dropout 0)",
-                  o.corpus_dropout() > 0 ? ", as training sees it (with dropout)" : "", split.held_out.size()));
+                  o.dropout > 0 ? ", as training sees it (with dropout)" : "", split.held_out.size()));
   for (CorpusModel& m : models) {
     fmt::print("  {}\n", m.name);
-    train_corpus_model(m, corpus, split, o, o.corpus_dropout(), true);
+    train_corpus_model(m, corpus, split, o, o.dropout, true);
     m.trained = weights_on(*m.model, text_ids);
   }
   compare_dropout(models, o, corpus, split, seed);

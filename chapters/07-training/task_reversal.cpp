@@ -37,7 +37,7 @@ namespace {
 
 // The task, the model's shape and Adam's settings, from the options;
 // refuses bad ones before anything prints.
-ReversalSetup reversal_setup(const Options& o) {
+ReversalSetup reversal_setup(const ReversalOptions& o) {
   ReversalSetup s;
   s.task.digits = o.digits;
   s.task.vocab = o.vocab;
@@ -56,33 +56,33 @@ ReversalSetup reversal_setup(const Options& o) {
 
 }  // namespace
 
-void check_reversal_options(const Options& o) { reversal_setup(o); }
+void check_reversal_options(const ReversalOptions& o) { reversal_setup(o); }
 
-std::vector<CheckpointTarget> reversal_checkpoints(const Options& o) {
+std::vector<CheckpointTarget> reversal_checkpoints(const ReversalOptions& o) {
   const ReversalSetup setup = reversal_setup(o);
   uint64_t token_bytes = 0;
   for (int64_t id = 0; id < o.vocab; ++id) token_bytes += token_label(id).size() + 1;
   return {{o.checkpoint_dir + "/reversal.safetensors", checkpoint_size_bound(setup.cfg, token_bytes)}};
 }
 
-// The tokens of held-out sample o.sample, as the figures and tables label them.
-std::vector<std::string> sample_labels(const Options& o, const ReversalData& test, int64_t T) {
+// The tokens of held-out sample `sample`, as the figures and tables label them.
+std::vector<std::string> sample_labels(int64_t sample, const ReversalData& test, int64_t T) {
   std::vector<std::string> labels;
-  for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
+  for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(sample)[size_t(p)]));
   return labels;
 }
 
 namespace {
 
-void print_reversal_title(const Options& o, uint64_t seed) {
+void print_reversal_title(const ReversalOptions& o, uint64_t seed) {
   fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
              "{} epochs, seed {}{}\n",
              o.digits, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, seed,
-             o.reversal_dropout() > 0 ? fmt::format(", attention dropout {}", o.reversal_dropout()) : "");
+             o.dropout > 0 ? fmt::format(", attention dropout {}", o.dropout) : "");
 }
 
 // Step "The task: reverse a sequence".
-void step_the_task(const Options& o, const ReversalTask& task, const ReversalData& train) {
+void step_the_task(const ReversalOptions& o, const ReversalTask& task, const ReversalData& train) {
   const int64_t T = task.input_len(), D = task.digits;
   say(fmt::format("A sample is {} random tokens from 2..{}, the separator SEP (token 1), and the same tokens "
                   "reversed. The model reads all but the last token and predicts the next one at every "
@@ -105,7 +105,7 @@ void step_the_task(const Options& o, const ReversalTask& task, const ReversalDat
 }
 
 // Step "The model and its parameters".
-void step_the_model(const Options& o, const ReversalSetup& setup, const TinyTransformer& model) {
+void step_the_model(const ReversalOptions& o, const ReversalSetup& setup, const TinyTransformer& model) {
   const ModelConfig& cfg = setup.cfg;
   const int64_t T = setup.task.input_len();
   fmt::print("  ids -> token embedding + position embedding   (batch, {}, {})\n", T, o.d_model);
@@ -131,12 +131,12 @@ void step_the_model(const Options& o, const ReversalSetup& setup, const TinyTran
 
 // Step "Before training": the untrained model on the held-out set. Returns
 // the heads' weights on the shown sample, for the before/after figure.
-std::vector<plot::Heatmap> step_before_training(const Options& o, const ReversalTask& task, TinyTransformer& model,
-                                                const ReversalData& test) {
+std::vector<plot::Heatmap> step_before_training(const ReversalOptions& o, const ReversalTask& task,
+                                                TinyTransformer& model, const ReversalData& test) {
   const int64_t T = task.input_len(), D = task.digits;
   std::vector<int64_t> ids, targets;
   const Score untrained = evaluate(model, test, task, ids, targets);
-  const std::vector<plot::Heatmap> untrained_panels = heatmap_panels(model, o.sample, sample_labels(o, test, T));
+  const std::vector<plot::Heatmap> untrained_panels = heatmap_panels(model, o.sample, sample_labels(o.sample, test, T));
   print_shape("logits", {o.test, D, o.vocab}, "(batch, reversed positions, vocab), the held-out set in one forward");
   fmt::print("  held-out loss {:.4f}   (a uniform guess over the {} tokens: ln {} = {:.4f})\n", untrained.loss,
              o.vocab, o.vocab, std::log(double(o.vocab)));
@@ -151,7 +151,7 @@ std::vector<plot::Heatmap> step_before_training(const Options& o, const Reversal
 }
 
 // Step "Save the trained model: a checkpoint".
-void step_save_checkpoint(const Options& o, uint64_t seed, const ReversalSetup& setup, TinyTransformer& model,
+void step_save_checkpoint(const ReversalOptions& o, uint64_t seed, const ReversalSetup& setup, TinyTransformer& model,
                           const ReversalData& test, const Score& trained) {
   const ReversalTask& task = setup.task;
   Checkpoint ckpt;
@@ -178,7 +178,7 @@ void step_save_checkpoint(const Options& o, uint64_t seed, const ReversalSetup& 
 
 }  // namespace
 
-void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& next_step) {
+void run_reversal(const ReversalOptions& o, const Cli& cli, Figures& figures, Steps& next_step) {
   const ReversalSetup setup = reversal_setup(o);
   const int64_t T = setup.task.input_len(), D = setup.task.digits;
   print_reversal_title(o, cli.seed);
@@ -201,7 +201,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
   next_step("Training");
   const std::vector<EpochRecord> history = step_training(o, setup, gen, model, train, test);
   next_step("The trained model on unseen sequences");
-  show_generation(model, test, o, D);
+  show_generation(model, test, o.test, o.sample, D);
   next_step("What each head learned");
   const LearnedHeads learned = step_what_each_head_learned(o, setup.task, model, test);
   next_step("Save the trained model: a checkpoint");
@@ -212,7 +212,7 @@ void run_reversal(const Options& o, const Cli& cli, Figures& figures, Steps& nex
   gap();
   fmt::print("Drawing figures\n");
   draw_reversal_figures(figures, o, model, test, T, D, untrained_panels, history, learned.heads);
-  draw_ablation_and_position_figures(figures, o, learned.trained, learned.ablations, position_runs);
+  draw_ablation_and_position_figures(figures, o.vocab, learned.trained, learned.ablations, position_runs);
 }
 
 }  // namespace sa::ch7

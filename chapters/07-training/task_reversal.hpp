@@ -63,27 +63,29 @@ struct PositionRun {
   std::optional<int64_t> reached_99;
 };
 
-// The tokens of held-out sample o.sample, as the figures and tables label
-// them (task_reversal.cpp).
-std::vector<std::string> sample_labels(const Options& o, const ReversalData& test, int64_t T);
+// The tokens of held-out sample `sample` (--sample), as the figures and
+// tables label them (task_reversal.cpp).
+std::vector<std::string> sample_labels(int64_t sample, const ReversalData& test, int64_t T);
 
 // The steps run_reversal calls from the other files, in its order.
 // task_reversal_training.cpp:
-void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup& setup, const ReversalData& train);
-std::vector<EpochRecord> step_training(const Options& o, const ReversalSetup& setup, Generator& gen,
+void show_one_training_step(const ReversalOptions& o, uint64_t seed, const ReversalSetup& setup,
+                            const ReversalData& train);
+std::vector<EpochRecord> step_training(const ReversalOptions& o, const ReversalSetup& setup, Generator& gen,
                                        TinyTransformer& model, const ReversalData& train, const ReversalData& test);
 // task_reversal_trained.cpp:
-void show_generation(TinyTransformer& model, const ReversalData& test, const Options& o, int64_t D);
-LearnedHeads step_what_each_head_learned(const Options& o, const ReversalTask& task, TinyTransformer& model,
+void show_generation(TinyTransformer& model, const ReversalData& test, int64_t test_count, int64_t sample, int64_t D);
+LearnedHeads step_what_each_head_learned(const ReversalOptions& o, const ReversalTask& task, TinyTransformer& model,
                                          const ReversalData& test);
 // task_reversal_positions.cpp:
-std::vector<PositionRun> step_position_encodings(const Options& o, uint64_t seed, const ReversalSetup& setup,
+std::vector<PositionRun> step_position_encodings(const ReversalOptions& o, uint64_t seed, const ReversalSetup& setup,
                                                  const ReversalData& train, const ReversalData& test);
 // task_reversal_figures.cpp:
-void draw_reversal_figures(Figures& figures, const Options& o, const TinyTransformer& model, const ReversalData& test,
-                           int64_t T, int64_t D, const std::vector<plot::Heatmap>& untrained_panels,
-                           const std::vector<EpochRecord>& history, const std::vector<HeadScore>& heads);
-void draw_ablation_and_position_figures(Figures& figures, const Options& o, const Score& trained,
+void draw_reversal_figures(Figures& figures, const ReversalOptions& o, const TinyTransformer& model,
+                           const ReversalData& test, int64_t T, int64_t D,
+                           const std::vector<plot::Heatmap>& untrained_panels, const std::vector<EpochRecord>& history,
+                           const std::vector<HeadScore>& heads);
+void draw_ablation_and_position_figures(Figures& figures, int64_t vocab, const Score& trained,
                                         const std::vector<Ablation>& ablations,
                                         const std::vector<PositionRun>& position_runs);
 

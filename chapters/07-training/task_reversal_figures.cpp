@@ -19,9 +19,10 @@
 
 namespace sa::ch7 {
 
-void draw_reversal_figures(Figures& figures, const Options& o, const TinyTransformer& model, const ReversalData& test,
-                           int64_t T, int64_t D, const std::vector<plot::Heatmap>& untrained_panels,
-                           const std::vector<EpochRecord>& history, const std::vector<HeadScore>& heads) {
+void draw_reversal_figures(Figures& figures, const ReversalOptions& o, const TinyTransformer& model,
+                           const ReversalData& test, int64_t T, int64_t D,
+                           const std::vector<plot::Heatmap>& untrained_panels, const std::vector<EpochRecord>& history,
+                           const std::vector<HeadScore>& heads) {
   std::vector<std::string> labels;
   for (int64_t p = 0; p < T; ++p) labels.push_back(token_label(test.sample(o.sample)[size_t(p)]));
   figures.draw("attention_untrained.png", [&](const std::string& path) {
@@ -88,7 +89,7 @@ void draw_reversal_figures(Figures& figures, const Options& o, const TinyTransfo
 
 }
 
-void draw_ablation_and_position_figures(Figures& figures, const Options& o, const Score& trained,
+void draw_ablation_and_position_figures(Figures& figures, int64_t vocab, const Score& trained,
                                         const std::vector<Ablation>& ablations,
                                         const std::vector<PositionRun>& position_runs) {
   figures.draw("head_ablation.png", [&](const std::string& path) {
@@ -101,7 +102,7 @@ void draw_ablation_and_position_figures(Figures& figures, const Options& o, cons
       without.values.push_back(std::round(100 * a.accuracy) / 100);
     }
     c.groups = {without};
-    c.hlines = {{trained.percent(), "every head"}, {100.0 / double(o.vocab - 2), "chance"}};
+    c.hlines = {{trained.percent(), "every head"}, {100.0 / double(vocab - 2), "chance"}};
     return plot::bars(path, c);
   });
   figures.draw("positional_encodings.png", [&](const std::string& path) {
@@ -118,7 +119,7 @@ void draw_ablation_and_position_figures(Figures& figures, const Options& o, cons
     }
     const double last = double(position_runs.front().test_acc.size());
     p.series.push_back(
-        {"chance", {1.0, std::max(2.0, last)}, {100.0 / double(o.vocab - 2), 100.0 / double(o.vocab - 2)},
+        {"chance", {1.0, std::max(2.0, last)}, {100.0 / double(vocab - 2), 100.0 / double(vocab - 2)},
          plot::Series::Style::Dashed});
     return plot::lines(path, p);
   });

@@ -98,7 +98,7 @@ std::vector<Trainee> make_trainees(const std::vector<PositionEncoding>& encoding
 
 // Trains the trainees `epochs` epochs side by side, one line per epoch:
 // each epoch's batch order is shared by them all.
-void train_side_by_side(const Options& o, uint64_t seed, int64_t epochs, std::vector<Trainee>& trainees,
+void train_side_by_side(const ReversalOptions& o, uint64_t seed, int64_t epochs, std::vector<Trainee>& trainees,
                         const ReversalData& train, const ReversalData& test, const ReversalTask& task) {
   const int64_t batches = (o.train + o.batch - 1) / o.batch;
   std::string header = fmt::format("  {:>5}", "epoch");
@@ -117,7 +117,7 @@ void train_side_by_side(const Options& o, uint64_t seed, int64_t epochs, std::ve
         make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
                    targets);
         const StepStats s =
-            train_step(*t.model, *t.adam, ids, targets, end - begin, {.p = o.reversal_dropout(), .gen = &masks});
+            train_step(*t.model, *t.adam, ids, targets, end - begin, {.p = o.dropout, .gen = &masks});
         if (!std::isfinite(s.loss))
           throw std::runtime_error(fmt::format("the {} model's loss became {} at epoch {}: training diverged",
                                                position_name(t.run.position), s.loss, epoch));
@@ -159,7 +159,7 @@ void say_position_verdict(const std::vector<PositionRun>& runs, int64_t epochs, 
                     2 * task.digits - 1, 2 * task.digits - 1));
 }
 
-std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t seed, const ModelConfig& cfg,
+std::vector<PositionRun> compare_position_encodings(const ReversalOptions& o, uint64_t seed, const ModelConfig& cfg,
                                                     const AdamConfig& adam_cfg, const ReversalData& train,
                                                     const ReversalData& test, const ReversalTask& task) {
   std::vector<PositionEncoding> encodings{PositionEncoding::learned, PositionEncoding::sinusoidal};
@@ -188,7 +188,7 @@ std::vector<PositionRun> compare_position_encodings(const Options& o, uint64_t s
 
 // Step "Three ways to say where a token is": RoPE's relative property, then
 // the task trained once per position encoding.
-std::vector<PositionRun> step_position_encodings(const Options& o, uint64_t seed, const ReversalSetup& setup,
+std::vector<PositionRun> step_position_encodings(const ReversalOptions& o, uint64_t seed, const ReversalSetup& setup,
                                                  const ReversalData& train, const ReversalData& test) {
   say("Attention alone cannot tell [A, B, C] from [C, A, B]: permute the tokens and the weights permute with "
       "them. The model above adds a learned row per position to each token (GPT-2's way). Chapter 1's fixed "

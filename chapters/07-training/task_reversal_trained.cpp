@@ -21,24 +21,24 @@ namespace sa::ch7 {
 
 // Step "The trained model on unseen sequences": greedy generation, one token
 // at a time: SEP and everything after it come from the model itself.
-void show_generation(TinyTransformer& model, const ReversalData& test, const Options& o, int64_t D) {
+void show_generation(TinyTransformer& model, const ReversalData& test, int64_t test_count, int64_t sample, int64_t D) {
   std::vector<int64_t> prompt;
-  for (int64_t i = 0; i < o.test; ++i) {
+  for (int64_t i = 0; i < test_count; ++i) {
     const auto s = test.sample(i);
     prompt.insert(prompt.end(), s.begin(), s.begin() + D + 1);
   }
   std::vector<int64_t> seqs = prompt;
   for (int64_t k = 0; k < D; ++k) {
     const int64_t len = D + 1 + k;
-    const Matrix& logits = model.forward(seqs, o.test);
+    const Matrix& logits = model.forward(seqs, test_count);
     std::vector<int64_t> next;
-    for (int64_t i = 0; i < o.test; ++i) {
+    for (int64_t i = 0; i < test_count; ++i) {
       Eigen::Index best = 0;
       logits.row(i * len + len - 1).maxCoeff(&best);
       next.push_back(int64_t(best));
     }
     std::vector<int64_t> grown;
-    for (int64_t i = 0; i < o.test; ++i) {
+    for (int64_t i = 0; i < test_count; ++i) {
       grown.insert(grown.end(), seqs.begin() + i * len, seqs.begin() + (i + 1) * len);
       grown.push_back(next[size_t(i)]);
     }
@@ -46,11 +46,11 @@ void show_generation(TinyTransformer& model, const ReversalData& test, const Opt
   }
   int64_t exact = 0;
   const int64_t full = D * 2 + 1;
-  for (int64_t i = 0; i < o.test; ++i) {
+  for (int64_t i = 0; i < test_count; ++i) {
     const auto s = test.sample(i);
     exact += std::equal(s.begin(), s.end(), seqs.begin() + i * full);
   }
-  for (int64_t i = o.sample; i < std::min(o.test, o.sample + 3); ++i) {
+  for (int64_t i = sample; i < std::min(test_count, sample + 3); ++i) {
     const auto s = test.sample(i);
     const std::span<const int64_t> mine(seqs.data() + i * full, size_t(full));
     fmt::print("  held-out {:3}: {}  ->  {}   {}\n", i, join_tokens(s.first(size_t(D + 1))),
@@ -58,7 +58,7 @@ void show_generation(TinyTransformer& model, const ReversalData& test, const Opt
                std::equal(s.begin(), s.end(), mine.begin()) ? "right" : "WRONG");
   }
   fmt::print("  {} of {} held-out sequences reversed exactly ({:.1f}%), generating one token at a time\n", exact,
-             o.test, 100.0 * double(exact) / double(o.test));
+             test_count, 100.0 * double(exact) / double(test_count));
 }
 
 namespace {
@@ -109,7 +109,7 @@ void print_head_scores(const std::vector<HeadScore>& heads, int64_t D, int64_t t
 
 // Step "What each head learned", part 2: the head that finds the source
 // most often, named and shown on the sample.
-void show_copying_head(const Options& o, const std::vector<HeadScore>& heads, const TinyTransformer& model,
+void show_copying_head(int64_t sample, const std::vector<HeadScore>& heads, const TinyTransformer& model,
                        const ReversalData& test, int64_t T) {
   const HeadScore* best = &heads.front();
   for (const HeadScore& s : heads)
@@ -135,15 +135,15 @@ void show_copying_head(const Options& o, const std::vector<HeadScore>& heads, co
                     "{:.1f}% of the time, and the heatmap below has no clear anti-diagonal. More epochs "
                     "(--epochs) let the heads learn it.",
                     best->layer, best->head, 100 * best->source));
-  const Matrix w = head_weights(model, best->layer, o.sample, best->head);
-  const std::vector<std::string> labels = sample_labels(o, test, T);
-  print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, o.sample), w,
+  const Matrix w = head_weights(model, best->layer, sample, best->head);
+  const std::vector<std::string> labels = sample_labels(sample, test, T);
+  print_labelled(fmt::format("layer {}, head {}, held-out sample {}", best->layer, best->head, sample), w,
                  labels, labels, {.precision = 2, .max_rows = 16, .max_cols = 16});
 }
 
 // Step "What each head learned", part 3: the pattern analyzer's numbers for
 // every head on the sample, against a uniform causal head.
-void print_reversal_analyzer_rows(const Options& o, const TinyTransformer& model, int64_t T) {
+void print_reversal_analyzer_rows(const ReversalOptions& o, const TinyTransformer& model, int64_t T) {
   say(fmt::format("The pattern analyzer on the same sample, every head (the numbers and classes are "
                   "explained with task 2's table; 'uniform' is a head that learned nothing):"));
   fmt::print("  {:<18} {:<9}  {:>7} {:>6} {:>8} {:>8}  {:<15}  {:>8}  {}\n", "head", "", "entropy", "focus",
@@ -157,7 +157,7 @@ void print_reversal_analyzer_rows(const Options& o, const TinyTransformer& model
 }  // namespace
 
 // Step "What each head learned".
-LearnedHeads step_what_each_head_learned(const Options& o, const ReversalTask& task, TinyTransformer& model,
+LearnedHeads step_what_each_head_learned(const ReversalOptions& o, const ReversalTask& task, TinyTransformer& model,
                                          const ReversalData& test) {
   LearnedHeads learned;
   std::vector<int64_t> ids, targets;
@@ -165,7 +165,7 @@ LearnedHeads step_what_each_head_learned(const Options& o, const ReversalTask& t
   learned.heads = analyze_heads(model, o.test, task);
   print_head_scores(learned.heads, task.digits, o.test);
   fmt::print("  held-out token accuracy {:.2f}%\n", learned.trained.percent());
-  show_copying_head(o, learned.heads, model, test, task.input_len());
+  show_copying_head(o.sample, learned.heads, model, test, task.input_len());
   print_reversal_analyzer_rows(o, model, task.input_len());
   learned.ablations = ablate_heads(model, test, task, learned.trained);
   return learned;

@@ -164,7 +164,8 @@ void show_adam_first_step(TinyTransformer& demo, Adam& demo_adam, const std::vec
 
 // Step "One training step, taken apart": on a twin of the model (same seed,
 // same weights), so the real training run stays step for step PyTorch's.
-void show_one_training_step(const Options& o, uint64_t seed, const ReversalSetup& setup, const ReversalData& train) {
+void show_one_training_step(const ReversalOptions& o, uint64_t seed, const ReversalSetup& setup,
+                            const ReversalData& train) {
   const ReversalTask& task = setup.task;
   const int64_t T = task.input_len(), D = task.digits;
   Generator twin_gen(seed);
@@ -198,8 +199,8 @@ struct TrainingRun {
 
 // The real run: o.epochs passes over the training set, each in a fresh
 // order drawn from `gen` (the PyTorch twin's), printing one line per epoch.
-TrainingRun train_reversal_model(const Options& o, const ReversalSetup& setup, Generator& gen, TinyTransformer& model,
-                                 const ReversalData& train, const ReversalData& test) {
+TrainingRun train_reversal_model(const ReversalOptions& o, const ReversalSetup& setup, Generator& gen,
+                                 TinyTransformer& model, const ReversalData& train, const ReversalData& test) {
   const ReversalTask& task = setup.task;
   const int64_t batches = (o.train + o.batch - 1) / o.batch;
   // A fresh Adam for the real run.
@@ -216,7 +217,7 @@ TrainingRun train_reversal_model(const Options& o, const ReversalSetup& setup, G
       const int64_t begin = b * o.batch, end = std::min(o.train, begin + o.batch);
       make_batch(train, std::span<const int64_t>(perm).subspan(size_t(begin), size_t(end - begin)), task, ids,
                  targets);
-      const StepStats s = train_step(model, adam, ids, targets, end - begin, {.p = o.reversal_dropout(), .gen = &gen});
+      const StepStats s = train_step(model, adam, ids, targets, end - begin, {.p = o.dropout, .gen = &gen});
       if (!std::isfinite(s.loss))
         throw std::runtime_error(fmt::format("the loss became {} at epoch {}: training diverged", s.loss, epoch));
       loss_sum += s.loss;
@@ -244,18 +245,18 @@ TrainingRun train_reversal_model(const Options& o, const ReversalSetup& setup, G
 }  // namespace
 
 // Step "Training". Returns the per-epoch record, for the figures.
-std::vector<EpochRecord> step_training(const Options& o, const ReversalSetup& setup, Generator& gen,
+std::vector<EpochRecord> step_training(const ReversalOptions& o, const ReversalSetup& setup, Generator& gen,
                                        TinyTransformer& model, const ReversalData& train, const ReversalData& test) {
   const int64_t batches = (o.train + o.batch - 1) / o.batch;
   say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
                   "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
                   "accuracy after the epoch. Token accuracy counts the {} reversed positions.{}",
                   o.epochs, batches, o.train - (batches - 1) * o.batch, setup.task.digits,
-                  o.reversal_dropout() > 0
+                  o.dropout > 0
                       ? fmt::format(" Every step drops attention weights with p = {} (chapter 6), so its loss and "
                                     "train accuracy are those of the model with weights missing; held-out "
                                     "accuracy is measured with dropout off.",
-                                    o.reversal_dropout())
+                                    o.dropout)
                       : ""));
   TrainingRun run = train_reversal_model(o, setup, gen, model, train, test);
   if (run.reached_99)
