@@ -1,8 +1,8 @@
-// Hidden suite of chapter 9, part 5: the chapter's own code that is not an
-// exercise (chapters/09-gpt/data.hpp): SHA-256 against the standard's
-// examples and Python's hashlib, the reference stripped from a verse, the
-// UTF-8 reader's refusals, the 90/10 split. It passes before any exercise
-// is written: it checks what the text preparation stands on.
+// Chapter 9's own code that is not an exercise (chapters/09-gpt/data.hpp,
+// compiled in sa_09_shared): SHA-256 against the standard's examples and
+// Python's hashlib, the reference stripped from a verse, the UTF-8 reader's
+// refusals, the 90/10 split: what the text preparation stands on. Here and
+// not in tests/09-gpt/, whose every case an untouched stub must fail.
 #include "09-gpt/data.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@
 
 using namespace sa::ch9;
 
-TEST_CASE("sha256_hex: the FIPS 180-4 examples and lengths around a block's padding", "[ch09][data]") {
+TEST_CASE("chapter 9: sha256_hex: the FIPS 180-4 examples and lengths around a block's padding", "[ch09_text]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
       {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
@@ -36,7 +36,7 @@ TEST_CASE("sha256_hex: the FIPS 180-4 examples and lengths around a block's padd
   }
 }
 
-TEST_CASE("strip_reference: the prose after 'Book chapter:verse '", "[ch09][data]") {
+TEST_CASE("chapter 9: strip_reference: the prose after 'Book chapter:verse '", "[ch09_text]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"Ge1:1 In the beginning God created the heaven and the earth.",
        "In the beginning God created the heaven and the earth."},
@@ -57,8 +57,8 @@ TEST_CASE("strip_reference: the prose after 'Book chapter:verse '", "[ch09][data
   }
 }
 
-TEST_CASE("utf8_chars: code points of 1 to 4 bytes; overlong forms, surrogates, stray bytes refused",
-          "[ch09][data]") {
+TEST_CASE("chapter 9: utf8_chars: code points of 1 to 4 bytes; overlong forms, surrogates, stray bytes refused",
+          "[ch09_text]") {
   const std::vector<char32_t> got = utf8_chars("test", "a\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80");
   const std::vector<char32_t> expected = {U'a', U'\u00e9', U'\u2014', U'\U0001F600'};
   CHECK(got == expected);
@@ -73,7 +73,7 @@ TEST_CASE("utf8_chars: code points of 1 to 4 bytes; overlong forms, surrogates, 
   }
 }
 
-TEST_CASE("split_point: int(0.9 n), nanoGPT's split", "[ch09][data]") {
+TEST_CASE("chapter 9: split_point: int(0.9 n), nanoGPT's split", "[ch09_text]") {
   CHECK(split_point(10) == 9);
   CHECK(split_point(4137850) == 3724065);  // the prepared text (ch09_gpt.py's Python gives the same)
   CHECK(split_point(1) == 0);
