@@ -37,6 +37,9 @@ void run(int argc, char** argv) {
   cli.without_budget();
   cli.parse(argc, argv);
   require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
+  // The text is read (or prepared) and checked before anything is printed:
+  // a missing package or a damaged file is one line on stderr.
+  const Text text = load_text(o.data_dir);
 
   Figures figures(cli);
   chapter_title("Chapter 9: a small GPT trained on a real book");
@@ -44,7 +47,7 @@ void run(int argc, char** argv) {
              o.sample_chars);
 
   step(1, "The text: the King James Bible, prepared once");
-  const Text text = text_demo(o);
+  text_demo(text);
 
   step(2, "The vocabulary: every character of the training text");
   const CharVocab vocab = vocabulary_demo(text);

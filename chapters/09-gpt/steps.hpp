@@ -28,8 +28,8 @@ struct Options {
   int64_t sample_chars = 80;  // characters sampled at each temperature in step 6
 };
 
-// Step 1: reads (or prepares) the text and prints where it came from.
-Text text_demo(const Options& o);
+// Step 1: where the text came from, its size, SHA-256 and split.
+void text_demo(const Text& t);
 // Step 2: the vocabulary of the training part.
 CharVocab vocabulary_demo(const Text& text);
 // Step 3: a verse through encode and decode, and the refusals.

@@ -29,8 +29,7 @@ int64_t count_lines(std::string_view s) { return int64_t(std::count(s.begin(), s
 
 }  // namespace
 
-Text text_demo(const Options& o) {
-  Text t = load_text(o.data_dir);
+void text_demo(const Text& t) {
   say("The text is the King James Version of the Bible (1611), from Debian's packages bible-kjv and "
       "bible-kjv-text (4.38). The packages keep it compressed in a format of their own; their program prints it, "
       "offline, one verse a line after its reference. The preparation keeps the prose and drops the reference, "
@@ -49,7 +48,6 @@ Text text_demo(const Options& o) {
              shown(std::string_view(t.all).substr(cut), 30));
   say("The split falls inside a verse, as nanoGPT's does: the model never sees the validation text, and it has "
       "no reason to care where a verse ends.");
-  return t;
 }
 
 CharVocab vocabulary_demo(const Text& text) {
