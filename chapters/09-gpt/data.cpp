@@ -207,7 +207,6 @@ Text load_text(const std::string& dir) {
     t.all = read_file(all);
     require_expected(t.all, shown_path(all.string()),
                      "it is damaged (delete it, and the next run prepares it again from the bible-kjv packages)");
-    t.source = "prepared earlier";
   } else {
     t.all = text_from_bible();
     require_expected(t.all, std::string("the text ") + kBibleCommand + " printed",
@@ -216,7 +215,6 @@ Text load_text(const std::string& dir) {
     fs::create_directories(dir, ec);
     if (ec) throw UsageError(fmt::format("cannot create the folder {}: {}", shown_path(dir), ec.message()));
     write_file(all, t.all);
-    t.source = kBibleCommand;
     t.prepared_now = true;
   }
   const auto n = int64_t(t.all.size());

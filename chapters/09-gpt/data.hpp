@@ -53,8 +53,7 @@ std::string_view strip_reference(std::string_view line, int64_t line_number);
 struct Text {
   std::string all, train, val;  // kjv.txt and its two parts, one verse a line
   std::string dir;              // the folder the files are in
-  std::string source;           // how the text was obtained: the command, or "prepared earlier"
-  bool prepared_now = false;
+  bool prepared_now = false;    // kjv.txt was made by this run (else read and checked)
 };
 
 // The text in `dir` (kjv.txt, train.txt, val.txt). When kjv.txt is missing

@@ -71,7 +71,7 @@ TEST_CASE("sampling_probs: top-k keeps every logit tied with the k-th largest", 
                 fx().matrix("probs.tied.k4"), kFloat32);
 }
 
-TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit; a hidden token gets exactly 0",
+TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and a hidden token gets exactly 0",
           "[ch09][sampling_probs]") {
   RowVector logits(5);
   logits << 0.5f, 2.0f, -1.0f, 1.9f, 0.0f;

@@ -57,7 +57,7 @@ TEST_CASE("chapter 9: strip_reference: the prose after 'Book chapter:verse '", "
   }
 }
 
-TEST_CASE("chapter 9: utf8_chars: code points of 1 to 4 bytes; overlong forms, surrogates, stray bytes refused",
+TEST_CASE("chapter 9: utf8_chars: code points of 1 to 4 bytes, and overlong forms, surrogates, stray bytes refused",
           "[ch09_text]") {
   const std::vector<char32_t> got = utf8_chars("test", "a\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80");
   const std::vector<char32_t> expected = {U'a', U'\u00e9', U'\u2014', U'\U0001F600'};
