@@ -28,7 +28,7 @@ refuse() {
 
 # The shared command line (every program).
 for p in 01-qkv-projection 02-scaling 03-softmax 04-multi-head 05-causal-mask 06-dropout 07-training \
-         08-efficient-attention; do
+         08-efficient-attention 09-gpt; do
   refuse "$p" "unknown option '--bogus'" --bogus
   refuse "$p" "--seed must be a non-negative integer, got '-1'" --seed -1
   refuse "$p" "--seed is given twice" --seed 1 --seed 2
@@ -57,6 +57,18 @@ refuse 07-training "--corpus is empty: give a file" --corpus "" --no-plots
 refuse 07-training "--position-epochs 200 is more than --epochs 3" --position-epochs 200 --epochs 3 --no-plots
 refuse 07-training "--dropout must be a number in [0, 1), got '1'" --dropout 1 --no-plots
 refuse 07-training "--checkpoint-dir is empty: give a folder" --checkpoint-dir "" --no-plots
+# Chapter 9: --top-k is bounded by the text's 63 characters; a damaged
+# kjv.txt (here: the real one with a line added, or a file of the right size
+# with one byte changed) is refused before any step prints.
+refuse 09-gpt "--top-k must be an integer in [1, 63], got '64'" --top-k 64
+refuse 09-gpt "--temperature must be a number in (0, 100], got '0'" --temperature 0
+refuse 09-gpt "--data-dir is empty: give a folder" --data-dir ""
+ch9_data=$(mktemp -d)
+printf 'Ge1:1 not the text\n' >"$ch9_data/kjv.txt"
+refuse 09-gpt "has 19 bytes, expected 4137850: it is damaged (delete it" --data-dir "$ch9_data" --no-plots
+head -c 4137850 /dev/zero >"$ch9_data/kjv.txt"
+refuse 09-gpt "has SHA-256 5035318e0639e49c..., expected b5c4940bcfeee072...: it is damaged" --data-dir "$ch9_data" --no-plots
+rm -rf "$ch9_data"
 # A checkpoint's name taken by a folder or a pipe: said before training.
 taken=$(mktemp -d)
 mkdir "$taken/reversal.safetensors"

@@ -80,6 +80,8 @@ declare -A values=(
   [--naive-max-seq-len]="0 16384"
   [--budget]="0 60"
   [--csv]="FLAG"
+  [--top-k]="0 1 10 63 64"
+  [--sample-chars]="1 80 2000 2001"
 )
 declare -A options=(
   [01-qkv-projection]="--seed --d-model --d-k --text"
@@ -92,6 +94,7 @@ declare -A options=(
   [07-training-bench]="--steps --epochs --max-epochs"
   [08-efficient-attention]="--seq-len --d-k --block --window --gen-tokens --reversal-epochs"
   [08-efficient-attention-bench]="--d-k --min-seq-len --max-seq-len --naive-max-seq-len --block --budget --csv"
+  [09-gpt]="--seed --temperature --top-k --sample-chars"
 )
 programs=("${!options[@]}")
 

@@ -112,7 +112,7 @@ refused() {  # expected text, arguments...
   grep -qF -- "$want" "$WORK/stderr" || fail "./book $*: '$(cat "$WORK/stderr")' does not say '$want'"
 }
 refused "which chapter?" hint
-refused "no chapter '9'" hint 9
+refused "no chapter '10'" hint 10
 refused "no chapter 'x'" hint x
 refused "chapter 3 has no exercise function 'softmax'; its functions: softmax_rows, softmax_backward, attention, row_entropy, focus" hint 3 softmax
 refused "a chapter and at most one function" hint 3 attention focus

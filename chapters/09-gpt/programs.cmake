@@ -1,0 +1,14 @@
+# Chapter 9's extra targets, included by cmake/Chapters.cmake after
+# sa_09_solutions and sa_09_exercises exist.
+
+# The chapter's own code, compiled once into both tracks (as chapter 7's
+# layers): reading and checking the text (data.cpp, sha256.cpp). The
+# tokenizer, an exercise, decodes UTF-8 with it. It reads bytes, not
+# tensors: compiled at -O1 (sa_narrative), like chapter 7's checkpoints.
+add_library(sa_09_shared OBJECT ${CMAKE_CURRENT_LIST_DIR}/data.cpp ${CMAKE_CURRENT_LIST_DIR}/sha256.cpp)
+sa_narrative(sa_09_shared)
+target_include_directories(sa_09_shared PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
+target_link_libraries(sa_09_shared PUBLIC sa_common)
+foreach(track solutions exercises)
+  target_sources(sa_09_${track} PRIVATE $<TARGET_OBJECTS:sa_09_shared>)
+endforeach()

@@ -1,0 +1,77 @@
+// Chapter 9, steps 4 and 5: the learning-rate schedule, gradient clipping
+// and AdamW, the parts of training that are new after chapter 7.
+#include "09-gpt/steps.hpp"
+
+#include "sa/plot.hpp"
+#include "sa/print.hpp"
+#include "sa/rng.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <span>
+#include <vector>
+
+namespace sa::ch9 {
+
+void schedule_demo(Figures& figures) {
+  const LrSchedule s;  // nanoGPT's shakespeare_char on a CPU: 2000 iterations, lr 1e-3 to 1e-4, 100 of warm-up
+  say(fmt::format("Training will change its step size as it goes (learning_rate, nanoGPT's get_lr): a linear "
+                  "warm-up over the first {} iterations, while Adam's moment estimates are still poor, then half a "
+                  "cosine from lr = {:g} down to min_lr = {:g} at iteration {}, and min_lr after it.",
+                  s.warmup_iters, s.lr, s.min_lr, s.lr_decay_iters));
+  fmt::print("  {:>9}  {:>12}\n", "iteration", "lr");
+  for (int64_t it : {0, 1, 49, 99, 100, 101, 550, 1050, 1550, 1999, 2000, 2001})
+    fmt::print("  {:>9}  {:>12.6e}\n", it, learning_rate(it, s));
+  say("The warm-up counts from 1 (lr / 101 at iteration 0), so the first step already moves the weights; "
+      "iteration 100 is the top, where the cosine starts, and halfway through the decay (iteration 1050) the "
+      "rate is halfway between lr and min_lr.");
+
+  figures.draw("lr_schedule.png", [&](const std::string& path) {
+    std::vector<double> x, y;
+    for (int64_t it = 0; it <= 2200; it += 5) {
+      x.push_back(double(it));
+      y.push_back(learning_rate(it, s));
+    }
+    plot::LinePlot p;
+    p.title = "Learning rate against iteration (warm-up 100, cosine decay to 2000)";
+    p.xlabel = "iteration";
+    p.ylabel = "learning rate";
+    p.series = {{"learning_rate(it)", x, y}};
+    return plot::lines(path, p);
+  });
+}
+
+void optimizer_demo() {
+  // Two gradient tensors of 3 and 4 values, norms 5 and 12: together 13.
+  std::vector<float> g1 = {3, 0, 4}, g2 = {0, 12, 0, 0};
+  say("Gradient clipping (clip_grad_norm, as torch.nn.utils.clip_grad_norm_): the norm of every gradient "
+      "taken together, and when it is above max_norm one factor for all of them, so the update keeps its "
+      "direction. Two tensors, (3, 0, 4) of norm 5 and (0, 12, 0, 0) of norm 12, clipped to max_norm 1:");
+  const double total = clip_grad_norm({std::span<float>(g1), std::span<float>(g2)}, 1.0);
+  fmt::print("  global norm {:.4f}; after clipping: ({:.4f}, {:.4f}, {:.4f}) and ({:.4f}, {:.4f}, {:.4f}, {:.4f})\n",
+             total, g1[0], g1[1], g1[2], g2[0], g2[1], g2[2], g2[3]);
+  double after = 0;
+  for (float x : g1) after += double(x) * x;
+  for (float x : g2) after += double(x) * x;
+  fmt::print("  their norm now {:.4f}: both were divided by 13; clipped one by one, the first would keep more "
+             "than its share\n",
+             std::sqrt(after));
+
+  say("AdamW (adamw_step; Loshchilov & Hutter): chapter 7's Adam, but the weight decay shrinks the weights "
+      "themselves, θ ← θ (1 − lr λ), instead of entering the gradient. One weight of 1 and one of -2, with "
+      "gradients 0 and 0.5, lr 0.1 and λ = 0.5, ten steps:");
+  AdamWConfig cfg;
+  cfg.lr = 0.1;
+  cfg.weight_decay = 0.5;
+  std::vector<float> p = {1.0f, -2.0f}, g = {0.0f, 0.5f}, m(2, 0.0f), v(2, 0.0f);
+  for (int64_t t = 1; t <= 10; ++t) adamw_step(p, g, m, v, t, cfg);
+  fmt::print("  after 10 steps: {:.4f} and {:.4f}\n", p[0], p[1]);
+  say(fmt::format("The weight without gradient decayed by (1 − 0.05)^10 = {:.4f} and nothing else: Adam's "
+                  "division by sqrt(v) never sees the decay. As L2 in the gradient, the same λ would have moved "
+                  "it by about lr each step, whatever its size. In the GPT, matrices decay and biases and "
+                  "LayerNorm's parameters do not (nanoGPT's rule).",
+                  std::pow(0.95, 10)));
+}
+
+}  // namespace sa::ch9

@@ -1,0 +1,196 @@
+// Hidden suite of chapter 9, part 4: clip_grad_norm and adamw_step, against
+// torch.nn.utils.clip_grad_norm_ and torch.optim.AdamW
+// (tests/reference/ch09_gpt.py).
+#include "09-gpt/gpt.hpp"
+
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("09-gpt.txt");
+  return f;
+}
+
+std::vector<std::span<float>> spans(std::vector<std::vector<float>>& tensors) {
+  std::vector<std::span<float>> s;
+  for (auto& t : tensors) s.emplace_back(t);
+  return s;
+}
+
+std::vector<std::vector<float>> clip_inputs() {
+  return {fx().f32("clip.g0"), fx().f32("clip.g1"), fx().f32("clip.g2")};
+}
+
+}  // namespace
+
+// ===========================================================================
+// clip_grad_norm
+// ===========================================================================
+// The norm is a sum of 29 squares, the clipped values one multiplication
+// each: kFloat32 and kElementwise. Clipping each tensor by its own norm
+// moves the first and last tensors by a factor of 2 or more.
+
+TEST_CASE("clip_grad_norm: above max_norm, every tensor is scaled by one factor, as clip_grad_norm_",
+          "[ch09][clip_grad_norm]") {
+  auto g = clip_inputs();
+  const double total = clip_grad_norm(spans(g), 1.0);
+  check_close("clip_grad_norm(clip.g0 (3, 4), g1 (5), g2 (2, 3, 2); max_norm 1): the returned norm", total,
+              fx().f32("clip.clipped.total")[0], kFloat32);
+  for (int k = 0; k < 3; ++k)
+    require_close(fmt::format("clip.g{} after clip_grad_norm(all three tensors, max_norm 1)", k), g[size_t(k)],
+                  fx().f32(fmt::format("clip.clipped.g{}", k)), kElementwise);
+  double sq = 0;
+  for (const auto& t : g)
+    for (float x : t) sq += double(x) * x;
+  check_close("the norm of all three tensors after clipping to 1", std::sqrt(sq), 1.0, kFloat32);
+}
+
+TEST_CASE("clip_grad_norm: at or below max_norm, the gradients are left exactly as they are", "[ch09][clip_grad_norm]") {
+  auto g = clip_inputs();
+  const auto before = g;
+  const double total = clip_grad_norm(spans(g), 100.0);
+  check_close("clip_grad_norm(clip.g0, g1, g2; max_norm 100): the returned norm", total,
+              fx().f32("clip.unclipped.total")[0], kFloat32);
+  for (int k = 0; k < 3; ++k)
+    require_close(fmt::format("clip.g{} after clip_grad_norm with max_norm 100 (norm {:.4f})", k, total), g[size_t(k)],
+                  before[size_t(k)], kBitExact);
+}
+
+TEST_CASE("clip_grad_norm: norms 5 and 12 make 13, and both tensors are divided by 13", "[ch09][clip_grad_norm]") {
+  // Clipping one by one would divide (3, 0, 4) by 5 and (0, 12) by 12.
+  std::vector<std::vector<float>> g = {{3, 0, 4}, {0, 12}};
+  const double total = clip_grad_norm(spans(g), 1.0);
+  check_close("clip_grad_norm((3, 0, 4), (0, 12); max_norm 1): the norm", total, 13.0, kElementwise);
+  const double f = 1.0 / (13.0 + 1e-6);
+  check_close("(3, 0, 4)[0] after clipping", g[0][0], 3 * f, kElementwise);
+  check_close("(3, 0, 4)[2] after clipping", g[0][2], 4 * f, kElementwise);
+  check_close("(0, 12)[1] after clipping", g[1][1], 12 * f, kElementwise);
+}
+
+TEST_CASE("clip_grad_norm: gradients of zeros stay zeros, and no tensor at all has norm 0", "[ch09][clip_grad_norm]") {
+  std::vector<std::vector<float>> g = {{0, 0}, {0}};
+  check_close("clip_grad_norm((0, 0), (0); max_norm 1)", clip_grad_norm(spans(g), 1.0), 0.0, kBitExact);
+  check_close("(0, 0)[1] after clipping", g[0][1], 0.0, kBitExact);
+  std::vector<std::vector<float>> none;
+  check_close("clip_grad_norm of no tensors", clip_grad_norm(spans(none), 1.0), 0.0, kBitExact);
+}
+
+TEST_CASE("clip_grad_norm: a bad max_norm or a gradient holding NaN or inf is refused, and nothing is scaled",
+          "[ch09][clip_grad_norm]") {
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    auto g = clip_inputs();
+    INFO("max_norm " << bad);
+    CHECK_THROWS_AS(clip_grad_norm(spans(g), bad), std::invalid_argument);
+  }
+  for (float poison : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<std::vector<float>> g = {{3, 4}, {1, poison}};
+    INFO("a gradient holding " << poison);
+    CHECK_THROWS_AS(clip_grad_norm(spans(g), 1.0), std::invalid_argument);
+    INFO("the first tensor after the refusal: (" << g[0][0] << ", " << g[0][1] << "), expected (3, 4)");
+    CHECK((g[0][0] == 3.0f && g[0][1] == 4.0f));
+  }
+}
+
+// ===========================================================================
+// adamw_step
+// ===========================================================================
+// Five steps of element-wise operations (a few float ops each), compared
+// with PyTorch's: kElementwise. Decay through the gradient (L2) moves the
+// "strong" configuration's weights by order 0.1, the nanogpt one's by 1e-5
+// to 1e-4 of values of order 1, both far above it.
+
+namespace {
+
+struct AdamWCase {
+  const char* name;
+  AdamWConfig cfg;
+};
+const std::vector<AdamWCase> kAdamW = {
+    {"nanogpt", {1e-3, 0.9, 0.99, 1e-8, 0.1}},
+    {"strong", {0.1, 0.9, 0.999, 1e-8, 0.5}},
+};
+
+std::string describe(const AdamWConfig& c, double wd) {
+  return fmt::format("lr {:g}, betas ({:g}, {:g}), eps {:g}, weight_decay {:g}", c.lr, c.beta1, c.beta2, c.eps, wd);
+}
+
+}  // namespace
+
+TEST_CASE("adamw_step: five steps of torch.optim.AdamW, a decayed matrix and an undecayed bias",
+          "[ch09][adamw_step]") {
+  for (const AdamWCase& c : kAdamW) {
+    std::vector<float> W = fx().f32(fmt::format("adamw.{}.W0", c.name)), b = fx().f32(fmt::format("adamw.{}.b0", c.name));
+    std::vector<float> mW(W.size(), 0), vW(W.size(), 0), mb(b.size(), 0), vb(b.size(), 0);
+    AdamWConfig no_decay = c.cfg;
+    no_decay.weight_decay = 0;  // the bias's parameter group
+    for (int t = 1; t <= 5; ++t) {
+      adamw_step(W, fx().f32(fmt::format("adamw.{}.gW{}", c.name, t)), mW, vW, t, c.cfg);
+      adamw_step(b, fx().f32(fmt::format("adamw.{}.gb{}", c.name, t)), mb, vb, t, no_decay);
+      require_close(fmt::format("W (4, 5) after step {} of adamw_step ({})", t, describe(c.cfg, c.cfg.weight_decay)), W,
+                    fx().f32(fmt::format("adamw.{}.W{}", c.name, t)), kElementwise);
+      require_close(fmt::format("b (5) after step {} of adamw_step ({})", t, describe(c.cfg, 0.0)), b,
+                    fx().f32(fmt::format("adamw.{}.b{}", c.name, t)), kElementwise);
+    }
+  }
+}
+
+TEST_CASE("adamw_step: a weight with gradient 0 only decays, by exactly (1 - lr weight_decay)", "[ch09][adamw_step]") {
+  // m and v stay 0, so Adam's part is 0 / (0 + eps) = 0: the decay is all.
+  AdamWConfig cfg;
+  cfg.lr = 0.1;
+  cfg.weight_decay = 0.5;
+  std::vector<float> p = {2.0f, -4.0f}, g = {0.0f, 0.0f}, m(2, 0.0f), v(2, 0.0f);
+  adamw_step(p, g, m, v, 1, cfg);
+  check_close("p[0] = 2 after one step with g = 0, lr 0.1, weight_decay 0.5", p[0], 2.0 * 0.95, kElementwise);
+  check_close("p[1] = -4 after one step with g = 0, lr 0.1, weight_decay 0.5", p[1], -4.0 * 0.95, kElementwise);
+  check_close("m[0] after a step with g = 0: the decay never enters the moments", m[0], 0.0, kBitExact);
+  check_close("v[1] after a step with g = 0", v[1], 0.0, kBitExact);
+}
+
+TEST_CASE("adamw_step: weight_decay 0 is chapter 7's adam_step", "[ch09][adamw_step]") {
+  std::vector<float> p1 = {0.5f, -1.0f, 2.0f}, p2 = p1, g = {0.1f, -0.3f, 0.02f};
+  std::vector<float> m1(3, 0), v1(3, 0), m2(3, 0), v2(3, 0);
+  AdamWConfig w{1e-2, 0.9, 0.999, 1e-8, 0.0};
+  for (int t = 1; t <= 3; ++t) {
+    adamw_step(p1, g, m1, v1, t, w);
+    adam_step(p2, g, m2, v2, t, AdamConfig{1e-2, 0.9, 0.999, 1e-8});
+  }
+  require_close("adamw_step with weight_decay 0, three steps, against adam_step", p1, p2, kElementwise);
+}
+
+TEST_CASE("adamw_step: spans of different lengths, a step number below 1, a negative decay are refused",
+          "[ch09][adamw_step]") {
+  std::vector<float> p(3, 1), g(3, 0.1f), m(3, 0), v(3, 0), short_g(2, 0.1f);
+  const AdamWConfig cfg;
+  {
+    INFO("a gradient of 2 values for a parameter of 3");
+    CHECK_THROWS_AS(adamw_step(p, short_g, m, v, 1, cfg), std::invalid_argument);
+  }
+  {
+    INFO("step number 0 (the first step is 1)");
+    CHECK_THROWS_AS(adamw_step(p, g, m, v, 0, cfg), std::invalid_argument);
+  }
+  AdamWConfig negative = cfg;
+  negative.weight_decay = -0.1;
+  {
+    INFO("weight_decay -0.1");
+    CHECK_THROWS_AS(adamw_step(p, g, m, v, 1, negative), std::invalid_argument);
+  }
+  INFO("p after three refused steps: (" << p[0] << ", " << p[1] << ", " << p[2] << "), expected (1, 1, 1)");
+  CHECK((p[0] == 1.0f && p[1] == 1.0f && p[2] == 1.0f));
+}

@@ -1,0 +1,203 @@
+// Hidden suite of chapter 9, part 2: sampling_probs and sample_token.
+// Probabilities come from nanoGPT's generate run by PyTorch, tokens from
+// torch.multinomial after torch.manual_seed (tests/reference/ch09_gpt.py,
+// which also checks that no draw there is a near tie, so a probability that
+// differs in its last bit cannot change a token: tokens compare exactly).
+#include "09-gpt/gpt.hpp"
+
+#include "sa/rng.hpp"
+#include "support/compare.hpp"
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("09-gpt.txt");
+  return f;
+}
+
+RowVector row(const Matrix& m) { return m.row(0); }
+
+// The first index where two token lists differ, and both tokens, or "".
+std::string first_difference(const std::vector<int64_t>& got, const std::vector<int64_t>& expected) {
+  if (got.size() != expected.size()) return fmt::format("{} tokens, expected {}", got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != expected[i])
+      return fmt::format("draw {} (0-based) picked token {}, expected {} (the earlier draws agree)", i, got[i],
+                         expected[i]);
+  return "";
+}
+
+}  // namespace
+
+// One division per logit, then softmax over 65 entries, against PyTorch's
+// float32: kFloat32 (a sum of 65 terms in another order). A temperature
+// applied after the softmax, or a top-k that keeps k + 1, moves some
+// probability by more than 1e-3.
+
+TEST_CASE("sampling_probs: equals nanoGPT's logits / T, top-k, softmax for each temperature and k",
+          "[ch09][sampling_probs]") {
+  const RowVector logits = row(fx().matrix("probs.logits"));
+  const std::vector<std::pair<double, int64_t>> cases = {{1.0, 65}, {0.5, 65}, {1.7, 65},
+                                                         {0.8, 10}, {1.0, 1},  {2.0, 5}};
+  for (const auto& [temperature, k] : cases) {
+    const std::string name = fmt::format("probs.t{}.k{}", temperature, k);
+    const RowVector got = sampling_probs(logits, temperature, k);
+    require_close(fmt::format("sampling_probs(probs.logits (1, 65), temperature {}, top_k {})", temperature, k),
+                  Matrix(got), fx().matrix(name), kFloat32);
+  }
+}
+
+TEST_CASE("sampling_probs: top-k keeps every logit tied with the k-th largest", "[ch09][sampling_probs]") {
+  // Logits (1, 3, 3, 2, 3, 0, -1): with k = 2 the 2nd largest is 3, tied
+  // three times, so three tokens stay (nanoGPT: logits < v[-1] are hidden);
+  // with k = 4 the 4th largest is 2: four tokens stay.
+  const RowVector tied = row(fx().matrix("probs.tied.logits"));
+  require_close("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 2)", Matrix(sampling_probs(tied, 1.0, 2)),
+                fx().matrix("probs.tied.k2"), kFloat32);
+  require_close("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 4)", Matrix(sampling_probs(tied, 1.0, 4)),
+                fx().matrix("probs.tied.k4"), kFloat32);
+}
+
+TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and a hidden token gets exactly 0",
+          "[ch09][sampling_probs]") {
+  RowVector logits(5);
+  logits << 0.5f, 2.0f, -1.0f, 1.9f, 0.0f;
+  const RowVector p = sampling_probs(logits, 0.7, 1);
+  for (int64_t i = 0; i < 5; ++i)
+    check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 0.7, top_k 1)[{}]", i), p(i), i == 1 ? 1.0 : 0.0,
+                kBitExact);
+  const RowVector p3 = sampling_probs(logits, 1.0, 3);
+  for (int64_t i : {2, 4})
+    check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)[{}], outside the top 3", i), p3(i), 0.0,
+                kBitExact);
+}
+
+TEST_CASE("sampling_probs: a bad temperature, top_k, or logits are refused", "[ch09][sampling_probs]") {
+  const RowVector logits = RowVector::LinSpaced(6, -1.0f, 1.0f);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double t : {0.0, -1.0, inf, std::nan("")}) {
+    INFO("temperature " << t);
+    CHECK_THROWS_AS(sampling_probs(logits, t, 3), std::invalid_argument);
+  }
+  for (int64_t k : {int64_t(0), int64_t(-1), int64_t(7)}) {
+    INFO("top_k " << k << " with a vocabulary of 6");
+    CHECK_THROWS_AS(sampling_probs(logits, 1.0, k), std::invalid_argument);
+  }
+  {
+    INFO("top_k 6 with a vocabulary of 6 keeps every token");
+    CHECK_NOTHROW(sampling_probs(logits, 1.0, 6));
+  }
+  RowVector bad = logits;
+  bad(2) = std::numeric_limits<float>::quiet_NaN();
+  {
+    INFO("a NaN logit");
+    CHECK_THROWS_AS(sampling_probs(bad, 1.0, 3), std::invalid_argument);
+  }
+  bad(2) = std::numeric_limits<float>::infinity();
+  {
+    INFO("a +inf logit");
+    CHECK_THROWS_AS(sampling_probs(bad, 1.0, 3), std::invalid_argument);
+  }
+  INFO("an empty row");
+  CHECK_THROWS_AS(sampling_probs(RowVector(0), 1.0, 1), std::invalid_argument);
+}
+
+TEST_CASE("sample_token: 200 draws from one seed are torch.multinomial's, for four seeds and five distributions",
+          "[ch09][sample_token]") {
+  for (const std::string name : {"uniform4", "skewed", "zeros", "t0.8k10", "t1k65"}) {
+    const RowVector probs = row(fx().matrix("draw." + name + ".p"));
+    for (uint64_t seed : {0, 7, 42, 1234}) {
+      Generator gen(seed);
+      std::vector<int64_t> got;
+      for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+      const std::string diff = first_difference(got, fx().i64(fmt::format("draw.{}.s{}", name, seed)));
+      INFO("sample_token(draw." << name << ".p, " << probs.size() << " entries) 200 times after Generator(" << seed
+                                << "), against torch.multinomial after torch.manual_seed(" << seed << "): " << diff);
+      CHECK(diff.empty());
+    }
+  }
+}
+
+TEST_CASE("sample_token: each token takes one draw per entry, so distributions of different sizes share a generator",
+          "[ch09][sample_token]") {
+  // Generator(5), then (uniform4, zeros, skewed) 30 times: 4, 6 and 5
+  // draws a token. Skipping entries of probability 0 shifts every later draw.
+  const RowVector u4 = row(fx().matrix("draw.uniform4.p")), z = row(fx().matrix("draw.zeros.p")),
+                  sk = row(fx().matrix("draw.skewed.p"));
+  Generator gen(5);
+  std::vector<int64_t> got;
+  for (int i = 0; i < 30; ++i)
+    for (const RowVector* p : {&u4, &z, &sk}) got.push_back(sample_token(*p, gen));
+  const std::string diff = first_difference(got, fx().i64("draw.mixed.s5"));
+  INFO("90 tokens from uniform4, zeros and skewed in turn after Generator(5): " << diff);
+  CHECK(diff.empty());
+}
+
+TEST_CASE("sample_token: never picks a token of probability 0, and follows the probabilities", "[ch09][sample_token]") {
+  RowVector p(4);
+  p << 0.0f, 0.7f, 0.0f, 0.3f;
+  Generator gen(3);
+  int64_t ones = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const int64_t t = sample_token(p, gen);
+    INFO("draw " << i << " picked token " << t << " of probability " << (t >= 0 && t < 4 ? p(t) : -1.0f));
+    REQUIRE((t == 1 || t == 3));
+    ones += t == 1;
+  }
+  // 20000 draws of probability 0.7: standard deviation sqrt(n 0.7 0.3) = 65,
+  // so 5 standard deviations is 0.7 ± 0.016.
+  check_close("share of token 1 (probability 0.7) in 20000 draws", double(ones) / n, 0.7, {0.016, 0.0});
+}
+
+TEST_CASE("sampling_probs then sample_token: the characters nanoGPT's generate picks", "[ch09][sample_token]") {
+  // The whole path from logits: temperature 0.8, top-k 10, then the draws.
+  const RowVector logits = row(fx().matrix("probs.logits"));
+  const RowVector probs = sampling_probs(logits, 0.8, 10);
+  Generator gen(42);
+  std::vector<int64_t> got;
+  for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+  const std::string diff = first_difference(got, fx().i64("draw.t0.8k10.s42"));
+  INFO("sample_token(sampling_probs(probs.logits, 0.8, 10)) 200 times after Generator(42): " << diff);
+  CHECK(diff.empty());
+}
+
+TEST_CASE("sample_token: a bad distribution is refused", "[ch09][sample_token]") {
+  Generator gen(0);
+  RowVector p(3);
+  p << 0.5f, -0.1f, 0.6f;
+  {
+    INFO("a negative probability");
+    CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
+  }
+  p << 0.5f, std::numeric_limits<float>::quiet_NaN(), 0.5f;
+  {
+    INFO("a NaN probability");
+    CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
+  }
+  p << 0.5f, std::numeric_limits<float>::infinity(), 0.5f;
+  {
+    INFO("an infinite probability");
+    CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
+  }
+  p.setZero();
+  {
+    INFO("probabilities that sum to 0");
+    CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
+  }
+  INFO("an empty row");
+  CHECK_THROWS_AS(sample_token(RowVector(0), gen), std::invalid_argument);
+}

@@ -1,0 +1,159 @@
+// Hidden suite of chapter 9, part 1: build_vocab, encode, decode. The
+// vocabulary and ids of a text with characters of 1 to 4 UTF-8 bytes come
+// from Python (tests/reference/ch09_gpt.py: sorted(set(text)), as nanoGPT's
+// shakespeare_char/prepare.py); ids are integers, compared exactly.
+#include "09-gpt/gpt.hpp"
+
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::test;
+
+namespace {
+
+const Fixtures& fx() {
+  static const Fixtures f("09-gpt.txt");
+  return f;
+}
+
+// The texts of tests/reference/ch09_gpt.py, byte for byte.
+const std::string kText =
+    "In the beginning God created the heaven and the earth.\n\xc3\x89t\xc3\xa9, na\xc3\xafve \xe2\x80\x94 "
+    "\xe1\xbc\x88\xcf\x81\xcf\x87\xce\xae \xf0\x9f\x98\x80 end";
+const std::string kSecond = "the earth \xf0\x9f\x98\x80 \xe2\x80\x94 na\xc3\xafve \xc3\x89t\xc3\xa9\n";
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
+  return "[" + s + "]";
+}
+
+// The message of the std::invalid_argument `f` throws ("" when it throws
+// nothing or something else; the CHECK that follows says so).
+template <class F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (...) {
+    return "(threw something other than std::invalid_argument)";
+  }
+  return "(no exception)";
+}
+
+}  // namespace
+
+TEST_CASE("build_vocab: every character once, sorted by code point, as Python's sorted(set(text))",
+          "[ch09][build_vocab]") {
+  const CharVocab vocab = build_vocab(kText);
+  const std::vector<int64_t>& expected = fx().i64("tok.chars");
+  std::vector<int64_t> got;
+  for (char32_t c : vocab.chars) got.push_back(int64_t(c));
+  INFO("build_vocab of the text of ch09_gpt.py (ASCII, é, —, Ἀ, 😀; 1 to 4 UTF-8 bytes)\n  got code points      "
+       << list(got) << "\n  expected code points " << list(expected)
+       << "\n(bytes instead of characters give 0xC3 and other lead bytes; unsorted ids depend on first appearance)");
+  CHECK(got == expected);
+}
+
+TEST_CASE("build_vocab: a text of one repeated character has a vocabulary of one", "[ch09][build_vocab]") {
+  const CharVocab vocab = build_vocab("aaaa");
+  INFO("build_vocab(\"aaaa\") has " << vocab.size() << " characters, expected 1");
+  REQUIRE(vocab.size() == 1);
+  CHECK(vocab.chars[0] == U'a');
+}
+
+TEST_CASE("build_vocab: an empty text, or bytes that are not UTF-8, is refused", "[ch09][build_vocab]") {
+  {
+    INFO("build_vocab(\"\") gave: " << refusal([] { build_vocab(""); }));
+    CHECK_THROWS_AS(build_vocab(""), std::invalid_argument);
+  }
+  for (const std::string& bad : {std::string("caf\xe9"), std::string("\xc3"), std::string("a\x80z")}) {
+    INFO("build_vocab of bytes that are not UTF-8 (" << bad.size() << " bytes)");
+    CHECK_THROWS_AS(build_vocab(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("encode: the ids of a second text are Python's stoi of each character", "[ch09][encode]") {
+  const CharVocab vocab = build_vocab(kText);
+  const std::vector<int64_t> got = encode(vocab, kSecond);
+  const std::vector<int64_t>& expected = fx().i64("tok.ids");
+  INFO("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\")\n  got      "
+       << list(got) << "\n  expected " << list(expected) << "\n(one id per character, not per byte: 24 ids)");
+  CHECK(got == expected);
+}
+
+TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[ch09][decode]") {
+  const CharVocab vocab = build_vocab(kText);
+  for (const std::string& text : {kText, kSecond, std::string("a"), std::string("\xf0\x9f\x98\x80")}) {
+    const std::string back = decode(vocab, encode(vocab, text));
+    INFO("decode(encode(\"" << text << "\")) gave \"" << back << "\" (" << back.size() << " bytes, expected "
+                            << text.size() << ")");
+    CHECK(back == text);
+  }
+  const std::vector<int64_t> none;
+  INFO("decode of no ids gives an empty text");
+  CHECK(decode(vocab, none).empty());
+}
+
+TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
+  const CharVocab vocab = build_vocab(kText);
+  const std::string got = decode(vocab, fx().i64("tok.ids"));
+  INFO("decode(tok.ids) gave \"" << got << "\", expected \"" << kSecond << "\"");
+  CHECK(got == kSecond);
+}
+
+TEST_CASE("encode: a character outside the vocabulary is refused in one line naming it and its position",
+          "[ch09][encode]") {
+  const CharVocab vocab = build_vocab("abc de\n");
+  const std::string message = refusal([&] { encode(vocab, "bad cafe"); });
+  INFO("encode(vocab of \"abc de\\n\", \"bad cafe\"): 'f' is the only missing character, at position 6; the "
+       "message was: "
+       << message);
+  CHECK(message.find("'f'") != std::string::npos);
+  CHECK(message.find("position 6") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+  // A character of several bytes: its position counts characters, not bytes.
+  const std::string accented = refusal([&] { encode(vocab, "\xc3\xa9" "bc\xc3\xa9"); });
+  INFO("encode(\"ébcé\") names the first é at position 0; the message was: " << accented);
+  CHECK(accented.find("position 0") != std::string::npos);
+  const std::string second = refusal([&] { encode(vocab, "a\xf0\x9f\x98\x80"); });
+  INFO("encode(\"a😀\") names 😀 at position 1 (byte 1, since 'a' is one byte); the message was: " << second);
+  CHECK(second.find("position 1") != std::string::npos);
+  const std::string third = refusal([&] { encode(vocab, "\xc3\xa9\xc3\xa9X"); });
+  INFO("encode(\"ééX\"): é at position 0 comes first; the message was: " << third);
+  CHECK(third.find("position 0") != std::string::npos);
+}
+
+TEST_CASE("encode: positions count characters, not bytes", "[ch09][encode]") {
+  const CharVocab vocab = build_vocab("\xc3\xa9\xe2\x80\x94 ab");  // é, —, space, a, b
+  const std::string message = refusal([&] { encode(vocab, "\xc3\xa9\xe2\x80\x94 abz"); });
+  INFO("encode(\"é— abz\"): 'z' is character 5 (byte 8); the message was: " << message);
+  CHECK(message.find("'z'") != std::string::npos);
+  CHECK(message.find("position 5") != std::string::npos);
+}
+
+TEST_CASE("encode: an empty text, or bytes that are not UTF-8, is refused", "[ch09][encode]") {
+  const CharVocab vocab = build_vocab(kText);
+  {
+    INFO("encode(vocab, \"\") gave: " << refusal([&] { encode(vocab, ""); }));
+    CHECK_THROWS_AS(encode(vocab, ""), std::invalid_argument);
+  }
+  INFO("encode of \"the \\xc3\" (a truncated é)");
+  CHECK_THROWS_AS(encode(vocab, "the \xc3"), std::invalid_argument);
+}
+
+TEST_CASE("decode: an id outside the vocabulary is refused", "[ch09][decode]") {
+  const CharVocab vocab = build_vocab("abc");
+  for (int64_t bad : {int64_t(-1), int64_t(3), int64_t(1000)}) {
+    INFO("decode of ids [0, " << bad << "] with a vocabulary of 3");
+    CHECK_THROWS_AS(decode(vocab, {0, bad}), std::out_of_range);
+  }
+}
