@@ -10,6 +10,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
+#include "sa/paths.hpp"
 
 #include <cstdint>
 #include <string>
@@ -22,7 +23,7 @@ namespace sa::ch9 {
 inline constexpr int64_t kVocabSize = 63;
 
 struct Options {
-  std::string data_dir = SA_BINARY_DIR "/data";
+  std::string data_dir = (binary_dir() / "data").string();
   double temperature = 0.5;   // step 6's second temperature (the first is 1)
   int64_t top_k = kVocabSize; // step 6: every character
   int64_t sample_chars = 80;  // characters sampled at each temperature in step 6
