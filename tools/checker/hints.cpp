@@ -3,6 +3,7 @@
 #include "chapters.hpp"
 #include "exercise_functions.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>

@@ -3,6 +3,7 @@
 #include "chapters.hpp"
 #include "exercise_functions.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <sstream>
