@@ -118,8 +118,8 @@ bool exercises_untouched(const std::string& chapter) {
 }
 
 // The number of test cases of a chapter's suite, from its source: every case
-// is a TEST_CASE( at the start of a line (./book test checks that this count
-// is what the built suite lists).
+// is a TEST_CASE( at the start of a line (ctest's suites/counts, part of
+// ./book test, checks that this count is what the built suite lists).
 int suite_size(const std::string& chapter) {
   int n = 0;
   std::error_code ignored;
