@@ -46,14 +46,8 @@ struct ScratchTree {
   ScratchTree(const ScratchTree&) = delete;
   ScratchTree& operator=(const ScratchTree&) = delete;
 
-  std::string read(const std::string& relative) const { return read_text(root / relative); }
+  std::string read(const std::string& relative) const { return sa::check::read_file(root / relative); }
   void write(const std::string& relative, const std::string& text) const {
     std::ofstream(root / relative, std::ios::binary) << text;
-  }
-  static std::string read_text(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
   }
 };

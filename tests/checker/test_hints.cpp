@@ -24,8 +24,7 @@ std::string hint(const ScratchTree& tree, const std::vector<std::string>& words)
 }  // namespace
 
 TEST_CASE("hints: the levels of a function and the text of each, comments left out", "[checker]") {
-  const std::string hints =
-      ScratchTree::read_text(std::string(SA_CHECKER_FIXTURES) + "/exercise_tree/tests/hints/01-demo.txt");
+  const std::string hints = read_file(std::string(SA_CHECKER_FIXTURES) + "/exercise_tree/tests/hints/01-demo.txt");
   CHECK(hint_level_count(hints, "scale") == 3);
   CHECK(hint_level_count(hints, "shift") == 2);
   CHECK(hint_level_count(hints, "unhinted") == 0);

@@ -122,5 +122,5 @@ TEST_CASE("reset: a bad command line is refused with ./book's sentences", "[chec
   REQUIRE_THROWS_WITH(reset(tree, {"0", "scale"}),
                       "no chapter '0': chapters are numbered 1 to 2 (./book help lists the commands)");
   // Nothing was changed.
-  CHECK(tree.read(kMine) == ScratchTree::read_text(std::string(SA_CHECKER_FIXTURES) + "/exercise_tree/" + kMine));
+  CHECK(tree.read(kMine) == read_file(std::string(SA_CHECKER_FIXTURES) + "/exercise_tree/" + kMine));
 }

@@ -1,11 +1,12 @@
 #include "build_progress.hpp"
 
+#include "read_file.hpp"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -14,13 +15,6 @@ namespace sa::check {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string text_of_log(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> log_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -78,7 +72,7 @@ void show_build_progress(const fs::path& log, const std::string& what, const std
   const auto began = steady_clock::now();
   int shown = -1;
   for (int tick = 0; running(); ++tick) {
-    const int compiled = files_compiled(text_of_log(log));
+    const int compiled = files_compiled(read_file(log));
     const long seconds = duration_cast<std::chrono::seconds>(steady_clock::now() - began).count();
     if (terminal) {
       out << "\r\033[K  building " << what << ": " << compiled << " file(s) compiled, " << seconds << " s"
@@ -129,7 +123,7 @@ std::string build_targets(const fs::path& build_dir, int jobs, const std::string
       log, what, [&] { return waitpid(pid, &status, WNOHANG) == 0; }, std::cout, isatty(STDOUT_FILENO));
   std::string refusal;
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    std::cerr << build_error_excerpt(text_of_log(log)) << std::flush;
+    std::cerr << build_error_excerpt(read_file(log)) << std::flush;
     refusal = "building " + what + " failed (again, with every line: cmake --build build --target " + listed + ")";
   }
   std::error_code ignored;

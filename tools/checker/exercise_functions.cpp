@@ -1,6 +1,7 @@
 #include "exercise_functions.hpp"
 
 #include "chapters.hpp"
+#include "read_file.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -184,13 +185,7 @@ std::vector<FunctionDefinition> functions_in(const std::string& source) {
   return scanner.functions;
 }
 
-std::vector<FunctionDefinition> functions_of_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return functions_in(text.str());
-}
+std::vector<FunctionDefinition> functions_of_file(const fs::path& path) { return functions_in(read_file(path)); }
 
 std::vector<ExerciseFunction> chapter_exercises(const fs::path& root, const std::string& chapter) {
   // Each section of the hints file, "== name", gives its function's place.

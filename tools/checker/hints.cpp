@@ -2,6 +2,7 @@
 
 #include "chapters.hpp"
 #include "exercise_functions.hpp"
+#include "read_file.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -20,13 +21,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-std::string text_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // "--" alone on its line (trailing blanks allowed) separates two levels.
@@ -89,7 +83,7 @@ std::vector<std::string> hint_lines(const std::string& hints, const std::string&
 
 int shown_hint_level(const fs::path& levels, const std::string& chapter, const std::string& function) {
   int shown = 0;  // (the last line for the function counts)
-  for (const std::string& line : lines_of(text_of(levels))) {
+  for (const std::string& line : lines_of(read_file(levels))) {
     const std::vector<std::string> w = words(line);
     if (!is_key(w, chapter, function)) continue;
     const bool number = w.size() >= 3 && w[2].size() <= 6 && w[2].find_first_not_of("0123456789") == std::string::npos;
@@ -100,7 +94,7 @@ int shown_hint_level(const fs::path& levels, const std::string& chapter, const s
 
 void remember_hint_level(const fs::path& levels, const std::string& chapter, const std::string& function, int level) {
   std::ostringstream kept;
-  for (const std::string& line : lines_of(text_of(levels)))
+  for (const std::string& line : lines_of(read_file(levels)))
     if (!is_key(words(line), chapter, function)) kept << line << '\n';
   kept << chapter << ' ' << function << ' ' << level << '\n';
   // (written beside it, then renamed: an interrupted hint leaves the old file whole)
@@ -137,7 +131,7 @@ void hint_command(const fs::path& root, const std::vector<std::string>& args, st
   }
 
   const fs::path hints_file = root / "tests" / "hints" / (chapter + ".txt");
-  const std::string hints = text_of(hints_file);
+  const std::string hints = read_file(hints_file);
   const int count = hint_level_count(hints, function->name);
   if (count == 0)
     throw Refusal("hint: no hints written for " + function->name + " yet (tests/hints/" + chapter +

@@ -2,11 +2,11 @@
 
 #include "chapters.hpp"
 #include "exercise_functions.hpp"
+#include "read_file.hpp"
 
 #include <algorithm>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 
 namespace sa::check {
 namespace {
@@ -18,10 +18,7 @@ const std::string kResetUsage = "usage: ./book reset N FUNCTION";
 // A file's lines, each with its newline (the last one may have none), so
 // that the pieces put together are the files' bytes.
 std::vector<std::string> lines_with_newlines(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream whole;
-  whole << in.rdbuf();
-  const std::string text = whole.str();
+  const std::string text = read_file(path);
   std::vector<std::string> lines;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size() - 1) + 1;

@@ -1,6 +1,7 @@
 #include "start.hpp"
 
 #include "build_progress.hpp"
+#include "read_file.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +13,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace sa::check {
 namespace {
@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 volatile std::sig_atomic_t stop_signal = 0;
 extern "C" void start_stopped(int signal) { stop_signal = signal; }
-
-std::string text_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The builder: a process group of its own (so that it can be stopped whole,
 // compilers included), which builds the chapters one by one and leaves a
@@ -105,7 +98,7 @@ int start_chapters(const fs::path& build_dir, int jobs, const std::vector<std::s
         isatty(STDOUT_FILENO));
     if (stop_signal) return finish(130);
     if (fs::exists(failed)) {
-      std::cerr << build_error_excerpt(text_of(marks / (c + ".log")));
+      std::cerr << build_error_excerpt(read_file(marks / (c + ".log")));
       std::cerr << "book: building " << c << " failed (again, with every line: cmake --build build --target " << c
                 << ")" << std::endl;
       return finish(2);
