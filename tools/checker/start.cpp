@@ -36,6 +36,8 @@ pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::
     return builder;
   }
   setpgid(0, 0);
+  // (The runner's handlers are not the builder's: a SIGTERM ends it.)
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
   for (const std::string& c : chapters) {
     const pid_t pid = start_logged(
         {"nice", "-n", "19", "cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target", c},
