@@ -4,6 +4,7 @@
 #include "checker_fixtures.hpp"
 
 #include "build_log.hpp"
+#include "build_progress.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `./book hint` and `./book reset` (and the awk scanner they share; check's
-# "Functions written: K of M" is counted by its C++ twin in tools/checker,
-# tested in tests/checker/test_functions.cpp), on a copy of the few files
-# they read (ctest label `exercises`; nothing is built, so it takes a second
-# or two):
+# `./book hint` and `./book reset`, that is book-exercise (tools/checker/,
+# which ./book builds and execs with the tree's root), run here on a copy of
+# the few files they read (ctest label `exercises`; seconds). The scanner
+# they share with check's "Functions written: K of M" and each command's
+# pieces have unit tests too (tests/checker/, label `checker`). Here:
 #   - every exercise function has hints of at least two levels, and every
 #     hints section names a function of its chapter's stubs;
 #   - the stubs kept in tests/stubs are exactly what exercises/ holds in this
@@ -14,20 +14,21 @@
 #     reader's version under exercises/NN-name/saved/, and restores a deleted
 #     function;
 #   - every bad argument is refused with one line and status 2.
+# usage: hint_reset.sh BOOK_EXERCISE (the program, built)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PROGRAM=$1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 failures=0
 fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
 
 mkdir -p "$WORK/tests" "$WORK/chapters"
-cp "$ROOT/book" "$WORK/"
 cp "$ROOT/chapters/chapters.txt" "$WORK/chapters/"
 cp -r "$ROOT/tests/hints" "$ROOT/tests/stubs" "$WORK/tests/"
 cp -r "$ROOT/tests/stubs" "$WORK/exercises"   # a reader who has written nothing yet
 while read -r c; do mkdir -p "$WORK/chapters/$c"; done < <(sed -n 's/^\([0-9][0-9]-[a-z0-9-]*\)[[:space:]]*$/\1/p' "$ROOT/chapters/chapters.txt")
-book() { "$WORK/book" "$@"; }
+book() { "$PROGRAM" "$WORK" "$@"; }  # as ./book execs it
 
 # ---- the hints files against the stubs
 for stubs in "$ROOT"/tests/stubs/*/; do

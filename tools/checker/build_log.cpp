@@ -1,10 +1,9 @@
 #include "build_log.hpp"
 
+#include "build_progress.hpp"
 #include "case_record.hpp"
 
-#include <fcntl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -49,34 +48,6 @@ std::string at_most(const std::string& line, size_t limit) {
   return line.substr(0, starts[limit - 3]) + "...";
 }
 
-// Runs the command with its output (stdout and stderr) appended to `log`;
-// returns its pid.
-pid_t start_logged(const std::vector<std::string>& words, const fs::path& log) {
-  std::vector<std::string> args = words;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log_path = log.string();
-  std::cout.flush();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out >= 0) {
-      dup2(out, STDOUT_FILENO);
-      dup2(out, STDERR_FILENO);
-    }
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-bool succeeded(pid_t pid) {
-  int status = 0;
-  if (pid <= 0 || waitpid(pid, &status, 0) != pid) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 }  // namespace
 
 std::string last_compiled(const std::string& log) {
@@ -98,11 +69,6 @@ std::string last_compiled(const std::string& log) {
   return last;
 }
 
-int files_compiled(const std::string& log) {
-  int n = 0;
-  for (const std::string& line : lines_of(log)) n += line.find("Building CXX object") != std::string::npos;
-  return n;
-}
 
 std::string first_error(const std::string& n, const std::vector<std::string>& logs, const std::string& root) {
   std::string line =

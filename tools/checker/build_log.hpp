@@ -16,9 +16,6 @@ namespace sa::check {
 // the precompiled headers. Empty before the first file.
 std::string last_compiled(const std::string& log);
 
-// How many files the log says were started.
-int files_compiled(const std::string& log);
-
 // The first compiler or linker error about chapter `number` ("03") in the
 // logs, on one line (at most 220 characters), paths relative to `root`. An
 // error inside a library's template (Eigen's static assertions) is placed at

@@ -17,13 +17,6 @@ std::vector<std::string> fields(const std::string& line) {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string case_record(const std::string& test, const CaseEnd& end) {
   std::ostringstream out;
   out << "test: " << test << "\nexited: " << end.exited << "\nexit_status: " << end.exit_status

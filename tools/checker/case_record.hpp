@@ -11,16 +11,13 @@
 #pragma once
 
 #include "classify.hpp"
+#include "read_file.hpp"
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace sa::check {
-
-// The whole of a file, or "" when it cannot be read (a report the test
-// process never wrote).
-std::string read_file(const std::filesystem::path& path);
 
 struct RecordedCase {
   std::string test;

@@ -1,9 +1,13 @@
 #include "exercise_functions.hpp"
 
+#include "chapters.hpp"
+#include "read_file.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace sa::check {
@@ -171,14 +175,6 @@ class Scanner {
   FunctionDefinition current_;
 };
 
-std::vector<FunctionDefinition> functions_of_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return functions_in(text.str());
-}
-
 }  // namespace
 
 std::vector<FunctionDefinition> functions_in(const std::string& source) {
@@ -189,24 +185,71 @@ std::vector<FunctionDefinition> functions_in(const std::string& source) {
   return scanner.functions;
 }
 
+std::vector<FunctionDefinition> functions_of_file(const fs::path& path) { return functions_in(read_file(path)); }
+
+std::vector<ExerciseFunction> chapter_exercises(const fs::path& root, const std::string& chapter) {
+  // Each section of the hints file, "== name", gives its function's place.
+  std::map<std::string, int> place;
+  std::ifstream hints(root / "tests" / "hints" / (chapter + ".txt"));
+  int sections = 0;
+  for (std::string line; std::getline(hints, line);)
+    if (line.starts_with("== ")) place[line.substr(3)] = ++sections;
+
+  // The stubs in the order of their names, as the shell's glob lists them.
+  std::vector<fs::path> stubs;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(root / "tests" / "stubs" / chapter, ignored))
+    if (entry.path().extension() == ".cpp" && entry.is_regular_file()) stubs.push_back(entry.path());
+  std::sort(stubs.begin(), stubs.end());
+
+  // (a function the hints do not name goes after those they do, in the
+  // stubs' order: the same key as its position plus a number past them)
+  std::vector<std::pair<int, ExerciseFunction>> keyed;
+  for (const fs::path& stub : stubs) {
+    for (const FunctionDefinition& f : functions_of_file(stub)) {
+      const auto it = place.find(f.name);
+      const int key = it != place.end() ? it->second : 1000000 + int(keyed.size());
+      keyed.push_back({key, {stub.filename().string(), f.name}});
+    }
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ExerciseFunction> functions;
+  for (auto& [key, function] : keyed) functions.push_back(std::move(function));
+  return functions;
+}
+
+std::string name_list(const std::vector<ExerciseFunction>& functions) {
+  std::string list;
+  for (const ExerciseFunction& f : functions) list += (list.empty() ? "" : ", ") + f.name;
+  return list;
+}
+
+ExerciseFunction exercise_named(const std::vector<ExerciseFunction>& functions, const std::string& chapter,
+                                const std::string& name, const std::string& command) {
+  for (const ExerciseFunction& f : functions)
+    if (f.name == name) return f;
+  throw Refusal(command + ": chapter " + std::to_string(chapter_number(chapter)) + " has no exercise function '" +
+                name + "'; its functions: " + name_list(functions));
+}
+
+FunctionState function_state(const fs::path& root, const std::string& chapter, const ExerciseFunction& function) {
+  auto body_of = [&](const fs::path& file) -> std::optional<std::string> {
+    for (const FunctionDefinition& f : functions_of_file(file))
+      if (f.name == function.name) return f.body;
+    return std::nullopt;
+  };
+  const std::optional<std::string> mine = body_of(root / "exercises" / chapter / function.file);
+  if (!mine) return FunctionState::missing;
+  const std::optional<std::string> stub = body_of(root / "tests" / "stubs" / chapter / function.file);
+  return mine == stub.value_or("") ? FunctionState::stub : FunctionState::written;
+}
+
 WrittenCount functions_written(const fs::path& root, const std::vector<std::string>& chapters) {
   WrittenCount count;
   for (const std::string& chapter : chapters) {
-    const fs::path stubs = root / "tests" / "stubs" / chapter;
-    std::error_code ignored;
-    for (const auto& entry : fs::directory_iterator(stubs, ignored)) {
-      if (entry.path().extension() != ".cpp" || !entry.is_regular_file()) continue;
-      std::map<std::string, std::string> mine;
-      for (const FunctionDefinition& f : functions_of_file(root / "exercises" / chapter / entry.path().filename()))
-        mine[f.name] = f.body;
-      std::map<std::string, std::string> stub;
-      const std::vector<FunctionDefinition> stub_functions = functions_of_file(entry.path());
-      for (const FunctionDefinition& f : stub_functions) stub[f.name] = f.body;
-      for (const FunctionDefinition& f : stub_functions) {
-        ++count.total;
-        const auto it = mine.find(f.name);
-        if (it != mine.end() && it->second != stub[f.name]) ++count.written;
-      }
+    for (const ExerciseFunction& f : chapter_exercises(root, chapter)) {
+      ++count.total;
+      count.written += function_state(root, chapter, f) == FunctionState::written;
     }
   }
   return count;

@@ -8,6 +8,7 @@
 #include "build_log.hpp"
 #include "case_record.hpp"
 #include "case_runner.hpp"
+#include "chapters.hpp"
 #include "exercise_functions.hpp"
 #include "report.hpp"
 #include "watch.hpp"
@@ -45,39 +46,6 @@ struct Options {
   int book_chapters = 0;
 };
 
-// The book's chapters, from its one list (chapters/chapters.txt).
-std::vector<std::string> book_chapters() {
-  std::vector<std::string> names;
-  std::ifstream list(kRoot / "chapters" / "chapters.txt");
-  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  for (std::string line; std::getline(list, line);) {
-    // "NN-name": lower-case letters, digits and dashes, maybe trailing blanks
-    const std::string name = line.substr(0, line.find_last_not_of(" \t\r") + 1);
-    if (name.size() >= 3 && is_digit(name[0]) && is_digit(name[1]) && name[2] == '-' &&
-        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos)
-      names.push_back(name);
-  }
-  return names;
-}
-
-// 3 or 03 or 03-softmax -> 03-softmax, as ./book's chapter_name says it.
-std::string chapter_name(const std::string& word, const std::vector<std::string>& chapters) {
-  const std::string help = " (./book help lists the commands)";
-  const std::string digits = word.substr(0, word.find('-'));
-  int n = 0;
-  if (!digits.empty() && digits.size() <= 2 && digits.find_first_not_of("0123456789") == std::string::npos)
-    n = std::stoi(digits);
-  if (n < 1 || n > int(chapters.size()))
-    refuse("no chapter '" + word + "': chapters are numbered 1 to " + std::to_string(chapters.size()) + help);
-  const std::string& name = chapters[size_t(n - 1)];
-  if (word.find('-') != std::string::npos && word != name)
-    refuse("no chapter '" + word + "': chapter " + std::to_string(n) + " is " + name + " (or just " +
-           std::to_string(n) + ")" + help);
-  if (!fs::is_directory(kRoot / "chapters" / name))
-    refuse("chapter " + std::to_string(n) + " (" + name + ") is not written yet");
-  return name;
-}
-
 // A word check reads as a chapter: 3, 03 or 03-softmax (chapter_name then
 // says whether it is one).
 bool looks_like_chapter(const std::string& word) {
@@ -98,7 +66,7 @@ int parse_timeout(const std::string& value) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  const std::vector<std::string> all = book_chapters();
+  const std::vector<std::string> all = book_chapters(kRoot);
   o.book_chapters = int(all.size());
   std::string only;
   for (int i = 1; i < argc; ++i) {
@@ -116,7 +84,11 @@ Options parse(int argc, char** argv) {
       o.timeout_seconds = parse_timeout(word.substr(10));
     } else if (looks_like_chapter(word)) {
       if (!only.empty()) refuse("check: one chapter at a time, got '" + only + "' and '" + word + "' (" + kUsage + ")");
-      only = chapter_name(word, all);
+      try {
+        only = chapter_name(kRoot, word, all);
+      } catch (const Refusal& refusal) {
+        refuse(refusal.what());
+      }
     } else {
       refuse("check: unknown argument '" + word + "' (" + kUsage + ")");
     }
@@ -146,8 +118,8 @@ bool exercises_untouched(const std::string& chapter) {
 }
 
 // The number of test cases of a chapter's suite, from its source: every case
-// is a TEST_CASE( at the start of a line (./book test checks that this count
-// is what the built suite lists).
+// is a TEST_CASE( at the start of a line (ctest's suites/counts, part of
+// ./book test, checks that this count is what the built suite lists).
 int suite_size(const std::string& chapter) {
   int n = 0;
   std::error_code ignored;

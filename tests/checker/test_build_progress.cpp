@@ -1,0 +1,54 @@
+// ./book's builds (tools/checker/build_progress.cpp, book-build): what a
+// failed build shows, and the progress line in a log and on a terminal.
+#include "build_progress.hpp"
+#include "checker_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+
+using namespace sa::check;
+
+namespace {
+
+std::string numbered_lines(int first, int last) {
+  std::string text;
+  for (int i = first; i <= last; ++i) text += "line " + std::to_string(i) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a failed build shows its first error and the 12 lines after it", "[checker]") {
+  const std::string log = numbered_lines(1, 5) + "ninja: Error 1 somewhere\n" + numbered_lines(7, 30);
+  CHECK(build_error_excerpt(log) == "ninja: Error 1 somewhere\n" + numbered_lines(7, 18));
+  // The compiler's "error:" and the linker's "undefined reference" count;
+  // "Error" without a number does not.
+  CHECK(build_error_excerpt("Error in the title\nx.cpp:1:1: error: no\n").starts_with("x.cpp:1:1: error: no\n"));
+  CHECK(build_error_excerpt("a\nqkv.cpp:(.text): undefined reference to `f'\nb\n") ==
+        "qkv.cpp:(.text): undefined reference to `f'\nb\n");
+  const std::string recorded = build_error_excerpt(checker_fixture("logs/compile_error.log"));
+  CHECK(recorded.find("error: ‘retrun’ was not declared in this scope") != std::string::npos);
+}
+
+TEST_CASE("a failed build without an error line shows the log's last 30 lines", "[checker]") {
+  CHECK(build_error_excerpt(numbered_lines(1, 40)) == numbered_lines(11, 40));
+  CHECK(build_error_excerpt(numbered_lines(1, 3)) == numbered_lines(1, 3));
+}
+
+TEST_CASE("the progress line is rewritten in place on a terminal and cleared at the end", "[checker]") {
+  const ScratchTree tree("exercise_tree");  // (a scratch folder for the log)
+  tree.write("build.log", "[1/3] Building CXX object a.o\n[2/3] Building CXX object b.o\n");
+  std::ostringstream out;
+  int ticks = 0;
+  show_build_progress(
+      tree.root / "build.log", "01-demo", [&] { return ticks++ < 1; }, out, true);
+  CHECK(out.str() == "\r\033[K  building 01-demo: 2 file(s) compiled, 0 s\r\033[K");
+  // In a log: nothing in the first 20 s.
+  std::ostringstream log_out;
+  ticks = 0;
+  show_build_progress(
+      tree.root / "build.log", "01-demo", [&] { return ticks++ < 1; }, log_out, false);
+  CHECK(log_out.str().empty());
+}

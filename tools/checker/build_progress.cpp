@@ -1,0 +1,134 @@
+#include "build_progress.hpp"
+
+#include "read_file.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+namespace sa::check {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> log_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The first error's line, as grep -E 'error:|Error [0-9]+|undefined reference'
+// finds it (make says "Error 1", the compiler "error:", the linker the rest).
+bool error_line(const std::string& line) {
+  if (line.find("error:") != std::string::npos || line.find("undefined reference") != std::string::npos) return true;
+  for (size_t at = line.find("Error "); at != std::string::npos; at = line.find("Error ", at + 1))
+    if (at + 6 < line.size() && line[at + 6] >= '0' && line[at + 6] <= '9') return true;
+  return false;
+}
+
+}  // namespace
+
+pid_t start_logged(const std::vector<std::string>& words, const fs::path& log) {
+  std::vector<std::string> args = words;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log_path = log.string();
+  std::cout.flush();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out >= 0) {
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool succeeded(pid_t pid) {
+  int status = 0;
+  if (pid <= 0 || waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int files_compiled(const std::string& log) {
+  int n = 0;
+  for (const std::string& line : log_lines(log)) n += line.find("Building CXX object") != std::string::npos;
+  return n;
+}
+
+void show_build_progress(const fs::path& log, const std::string& what, const std::function<bool()>& running,
+                         std::ostream& out, bool terminal) {
+  using namespace std::chrono;
+  const auto began = steady_clock::now();
+  int shown = -1;
+  for (int tick = 0; running(); ++tick) {
+    const int compiled = files_compiled(read_file(log));
+    const long seconds = duration_cast<std::chrono::seconds>(steady_clock::now() - began).count();
+    if (terminal) {
+      out << "\r\033[K  building " << what << ": " << compiled << " file(s) compiled, " << seconds << " s"
+          << std::flush;
+    } else if (tick > 0 && tick % 40 == 0 && compiled != shown) {
+      out << "  building " << what << ": " << compiled << " file(s) compiled so far (" << seconds << " s)" << std::endl;
+      shown = compiled;
+    }
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  if (terminal) out << "\r\033[K" << std::flush;
+}
+
+std::string build_error_excerpt(const std::string& log) {
+  const std::vector<std::string> lines = log_lines(log);
+  size_t first = 0, count = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (error_line(lines[i])) {
+      first = i;
+      count = 13;
+      break;
+    }
+  }
+  if (count == 0) {  // no error line: the log's end
+    first = lines.size() > 30 ? lines.size() - 30 : 0;
+    count = 30;
+  }
+  std::string excerpt;
+  for (size_t i = first; i < lines.size() && i < first + count; ++i) excerpt += lines[i] + "\n";
+  return excerpt;
+}
+
+std::string build_targets(const fs::path& build_dir, int jobs, const std::string& what,
+                          const std::vector<std::string>& targets) {
+  std::string log_template = (fs::temp_directory_path() / "book-build.XXXXXX").string();
+  const int fd = mkstemp(log_template.data());
+  if (fd >= 0) close(fd);
+  const fs::path log = log_template;
+  std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
+  std::string listed;
+  for (const std::string& t : targets) {
+    command.push_back(t);
+    listed += (listed.empty() ? "" : " ") + t;
+  }
+  const pid_t pid = start_logged(command, log);
+  int status = -1;
+  show_build_progress(
+      log, what, [&] { return waitpid(pid, &status, WNOHANG) == 0; }, std::cout, isatty(STDOUT_FILENO));
+  std::string refusal;
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    std::cerr << build_error_excerpt(read_file(log)) << std::flush;
+    refusal = "building " + what + " failed (again, with every line: cmake --build build --target " + listed + ")";
+  }
+  std::error_code ignored;
+  fs::remove(log, ignored);
+  return refusal;
+}
+
+}  // namespace sa::check

@@ -1,0 +1,43 @@
+// ./book's builds (book-build, build_main.cpp): a build of some targets with
+// ./book's progress line, and a failed build's first error. Also the pieces
+// check's own build of the suites uses (build_log.cpp): a command run with
+// its output in a log, and the count of files a log says were compiled.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace sa::check {
+
+// Runs the command with its output (stdout and stderr) appended to `log`;
+// returns its pid.
+pid_t start_logged(const std::vector<std::string>& words, const std::filesystem::path& log);
+
+// Waits for the process; whether it ended with status 0.
+bool succeeded(pid_t pid);
+
+// How many files the log says were started ("Building CXX object" lines).
+int files_compiled(const std::string& log);
+
+// While `running()` holds: ./book's progress line about the build whose log
+// is `log`, on `out` — rewritten in place every half second on a `terminal`,
+// else a line every 20 s when the count has changed.
+void show_build_progress(const std::filesystem::path& log, const std::string& what,
+                         const std::function<bool()>& running, std::ostream& out, bool terminal);
+
+// A failed build's log as the reader sees it: the first compiler or linker
+// error and the 12 lines after it (grep -m1 -A12), or the log's last 30 lines.
+std::string build_error_excerpt(const std::string& log);
+
+// Builds `targets` (cmake --build, `jobs` at once) with the progress line on
+// stdout. A failed build prints its error excerpt on stderr and returns
+// ./book's refusal, "building WHAT failed (...)"; empty when it succeeded.
+std::string build_targets(const std::filesystem::path& build_dir, int jobs, const std::string& what,
+                          const std::vector<std::string>& targets);
+
+}  // namespace sa::check
