@@ -9,6 +9,13 @@ add_library(sa_09_shared OBJECT ${CMAKE_CURRENT_LIST_DIR}/data.cpp ${CMAKE_CURRE
 sa_narrative(sa_09_shared)
 target_include_directories(sa_09_shared PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
 target_link_libraries(sa_09_shared PUBLIC sa_common)
+# The GPT (model.cpp): arithmetic, compiled at the build type's
+# optimisation, into both tracks like chapter 7's model. It calls the
+# reader's clip_grad_norm and adamw_step, and chapters 7 and 8's layers and
+# tiled attention, which the programs and suites link after it.
+add_library(sa_09_model OBJECT ${CMAKE_CURRENT_LIST_DIR}/model.cpp)
+target_include_directories(sa_09_model PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
+target_link_libraries(sa_09_model PUBLIC sa_common)
 foreach(track solutions exercises)
-  target_sources(sa_09_${track} PRIVATE $<TARGET_OBJECTS:sa_09_shared>)
+  target_sources(sa_09_${track} PRIVATE $<TARGET_OBJECTS:sa_09_shared> $<TARGET_OBJECTS:sa_09_model>)
 endforeach()

@@ -1,0 +1,304 @@
+// Chapter 9: the GPT's parameters, forward, backward and training step
+// (model.hpp says what each does). Every layer is chapter 7's, the
+// attention chapter 8's; this file only wires them together.
+#include "09-gpt/model.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <type_traits>
+
+namespace sa {
+
+void GptConfig::validate() const {
+  if (vocab_size < 1 || seq_len < 1 || d_model < 1 || n_heads < 1 || n_layers < 1)
+    throw std::invalid_argument("GptConfig: every size must be at least 1");
+  if (d_model % n_heads != 0)
+    throw std::invalid_argument(fmt::format(
+        "d_model {} is not divisible by {} heads: every head gets d_model / n_heads columns", d_model, n_heads));
+}
+
+GptParams shaped_gpt_params(const GptConfig& cfg) {
+  cfg.validate();
+  const int64_t d = cfg.d_model;
+  auto linear = [](int64_t d_in, int64_t d_out, bool bias) {
+    Linear layer;
+    layer.W.resize(d_in, d_out);
+    if (bias) layer.b = RowVector(d_out);
+    return layer;
+  };
+  GptParams p;
+  p.tok.resize(cfg.vocab_size, d);
+  p.pos.resize(cfg.seq_len, d);
+  for (int64_t l = 0; l < cfg.n_layers; ++l) {
+    BlockParams block;
+    block.ln1 = make_layernorm(d);
+    block.qkv = linear(d, 3 * d, false);
+    block.W_o = linear(d, d, false);
+    block.ln2 = make_layernorm(d);
+    block.fc1 = linear(d, cfg.d_ff(), true);
+    block.fc2 = linear(cfg.d_ff(), d, true);
+    p.blocks.push_back(std::move(block));
+  }
+  p.ln_f = make_layernorm(d);
+  return p;
+}
+
+namespace {
+
+// One tensor drawn as the table says: Tensor.normal_(0, std) on PyTorch's
+// layout of it, which for a Linear's weight is (d_out, d_in), the
+// transpose of the book's.
+void draw(Generator& gen, Matrix& t, const GptTensor& spec) {
+  if (spec.init != GptTensor::normal) throw std::logic_error("init_gpt_params: a matrix starts from a normal draw");
+  if (spec.transposed) {
+    Matrix drawn(t.cols(), t.rows());
+    gen.normal_(drawn.data(), drawn.size(), 0.0, spec.stddev);
+    t = drawn.transpose();
+  } else {
+    gen.normal_(t.data(), t.size(), 0.0, spec.stddev);
+  }
+}
+void draw(Generator&, RowVector& t, const GptTensor& spec) {
+  switch (spec.init) {
+    case GptTensor::ones: t.setOnes(); return;
+    case GptTensor::zeros: t.setZero(); return;
+    default: throw std::logic_error("init_gpt_params: a vector starts at 0 or 1");
+  }
+}
+
+}  // namespace
+
+GptParams init_gpt_params(Generator& gen, const GptConfig& cfg) {
+  GptParams p = shaped_gpt_params(cfg);
+  visit_gpt_parameters(p, [&](const std::string&, auto& t, const GptTensor& spec) { draw(gen, t, spec); });
+  return p;
+}
+
+GptParams zeros_like(const GptParams& p) {
+  GptParams z = p;
+  visit_gpt_parameters(z, [](const std::string&, auto& t, const GptTensor&) { t.setZero(); });
+  return z;
+}
+
+int64_t parameter_count(const GptParams& p) {
+  int64_t n = 0;
+  visit_gpt_parameters(p, [&](const std::string&, const auto& t, const GptTensor&) { n += int64_t(t.size()); });
+  return n;
+}
+
+std::vector<std::span<float>> tensor_spans(GptParams& p) {
+  std::vector<std::span<float>> spans;
+  visit_gpt_parameters(p, [&](const std::string&, auto& t, const GptTensor&) {
+    spans.emplace_back(t.data(), size_t(t.size()));
+  });
+  return spans;
+}
+
+void GptWorkspace::resize(const GptConfig& cfg, int64_t batch_, int64_t seq_) {
+  if (batch_ == batch && seq_ == seq) return;
+  batch = batch_;
+  seq = seq_;
+  const int64_t r = rows(), d = cfg.d_model, ff = cfg.d_ff(), d_k = cfg.d_k();
+  x0.resize(r, d);
+  blocks.assign(size_t(cfg.n_layers), GptBlockCache{});
+  for (GptBlockCache& c : blocks) {
+    c.ln1 = LayerNormCache(r, d);
+    c.a.resize(r, d);
+    c.qkv.resize(r, 3 * d);
+    c.heads.resize(size_t(batch * cfg.n_heads));
+    c.att.resize(r, d);
+    c.x_mid.resize(r, d);
+    c.ln2 = LayerNormCache(r, d);
+    c.m.resize(r, d);
+    c.h.resize(r, ff);
+    c.g.resize(r, ff);
+    c.Phi.resize(r, ff);
+    c.x_out.resize(r, d);
+  }
+  ln_f = LayerNormCache(r, d);
+  y.resize(r, d);
+  logits.resize(r, cfg.vocab_size);
+  probs.resize(r, cfg.vocab_size);
+  d_logits.resize(r, cfg.vocab_size);
+  for (Matrix* m : {&d_x, &d_y, &d_ln, &d_m, &d_att}) m->resize(r, d);
+  d_qkv.resize(r, 3 * d);
+  d_h.resize(r, ff);
+  d_g.resize(r, ff);
+  for (Matrix* m : {&Q, &K, &V, &dO}) m->resize(seq, d_k);
+}
+
+Gpt::Gpt(const GptConfig& cfg, Generator& gen) : params(init_gpt_params(gen, cfg)), grads(zeros_like(params)), cfg_(cfg) {}
+
+namespace {
+
+// Chapter 8's tiled attention takes one head of one sequence: its Q, K and
+// V are (seq, d_k) blocks of QKV (columns [0, d), [d, 2d), [2d, 3d), head h
+// owning d_k of each), copied out so that the kernel reads contiguous rows.
+// One tile covers the whole context at the book's sizes (seq_len 64).
+constexpr int64_t kAttentionBlock = 64;
+
+void copy_head(const Matrix& qkv, int64_t b, int64_t h, int64_t seq, int64_t d_k, Matrix& Q, Matrix& K, Matrix& V) {
+  const int64_t d = qkv.cols() / 3;
+  Q = qkv.block(b * seq, h * d_k, seq, d_k);
+  K = qkv.block(b * seq, d + h * d_k, seq, d_k);
+  V = qkv.block(b * seq, 2 * d + h * d_k, seq, d_k);
+}
+
+}  // namespace
+
+const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch) {
+  if (batch < 1 || ids.empty() || int64_t(ids.size()) % batch != 0)
+    throw std::invalid_argument(fmt::format("Gpt::forward: {} ids do not make {} sequences", ids.size(), batch));
+  const int64_t seq = int64_t(ids.size()) / batch, n_heads = cfg_.n_heads, d_k = cfg_.d_k();
+  if (seq > cfg_.seq_len)
+    throw std::invalid_argument(
+        fmt::format("Gpt::forward: sequences of {} tokens, but the model knows {} positions", seq, cfg_.seq_len));
+  w_.resize(cfg_, batch, seq);
+  w_.ids.assign(ids.begin(), ids.end());
+  w_.targets.clear();
+  embedding_forward(w_.ids, seq, params.tok, params.pos, w_.x0);
+  const Matrix* x = &w_.x0;
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const BlockParams& block = params.blocks[size_t(l)];
+    GptBlockCache& c = w_.blocks[size_t(l)];
+    // x_mid = x + W_o · attention(LayerNorm1(x)), every head of every
+    // sequence through chapter 8's causal tiled attention.
+    layernorm_forward(*x, block.ln1, c.a, c.ln1);
+    linear_forward(c.a, block.qkv, c.qkv);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < n_heads; ++h) {
+        copy_head(c.qkv, b, h, seq, d_k, w_.Q, w_.K, w_.V);
+        TiledAttention& head = c.heads[size_t(b * n_heads + h)];
+        head = tiled_attention(w_.Q, w_.K, w_.V, /*causal=*/true, kAttentionBlock);
+        c.att.block(b * seq, h * d_k, seq, d_k) = head.output;
+      }
+    linear_forward(c.att, block.W_o, c.x_mid);
+    c.x_mid += *x;
+    // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
+    layernorm_forward(c.x_mid, block.ln2, c.m, c.ln2);
+    linear_forward(c.m, block.fc1, c.h);
+    gelu_forward(c.h, c.g, c.Phi);
+    linear_forward(c.g, block.fc2, c.x_out);
+    c.x_out += c.x_mid;
+    x = &c.x_out;
+  }
+  layernorm_forward(*x, params.ln_f, w_.y, w_.ln_f);
+  // Weight tying: the output layer is tokᵀ, (d_model, vocab_size).
+  w_.logits.noalias() = w_.y * params.tok.transpose();
+  return w_.logits;
+}
+
+float Gpt::loss(const std::vector<int64_t>& targets) {
+  if (w_.rows() == 0) throw std::logic_error("Gpt::loss: call forward() first");
+  if (int64_t(targets.size()) != w_.rows())
+    throw std::invalid_argument(fmt::format("Gpt::loss: {} targets for {} positions", targets.size(), w_.rows()));
+  w_.targets.assign(targets.begin(), targets.end());
+  return cross_entropy_forward(w_.logits, w_.targets, w_.probs);
+}
+
+void Gpt::backward() {
+  if (w_.rows() == 0 || int64_t(w_.targets.size()) != w_.rows())
+    throw std::logic_error("Gpt::backward: compute a loss first");
+  const int64_t batch = w_.batch, seq = w_.seq, n_heads = cfg_.n_heads, d_k = cfg_.d_k(), d = cfg_.d_model;
+  cross_entropy_backward(w_.probs, w_.targets, w_.d_logits);
+  // logits = y tokᵀ: dy = d_logits tok, and the output layer's share of
+  // tok's gradient is d_logitsᵀ y (added after the embedding's share below).
+  w_.d_y.noalias() = w_.d_logits * params.tok;
+  // d_x is the gradient of the residual stream, carried down the blocks.
+  layernorm_backward(w_.d_y, w_.ln_f, params.ln_f, w_.d_x, grads.ln_f);
+  for (int64_t l = cfg_.n_layers - 1; l >= 0; --l) {
+    const BlockParams& block = params.blocks[size_t(l)];
+    BlockParams& g = grads.blocks[size_t(l)];
+    GptBlockCache& c = w_.blocks[size_t(l)];
+    // x_out = x_mid + FFN(x_mid): the identity passes d_x through, the
+    // feed-forward branch adds its part.
+    linear_backward(c.g, block.fc2, w_.d_x, w_.d_g, g.fc2);
+    gelu_backward(c.h, c.Phi, w_.d_g, w_.d_h);
+    linear_backward(c.m, block.fc1, w_.d_h, w_.d_m, g.fc1);
+    layernorm_backward(w_.d_m, c.ln2, block.ln2, w_.d_ln, g.ln2);
+    w_.d_x += w_.d_ln;  // now the gradient of x_mid
+    // x_mid = x + W_o · attention(...): the same again, through chapter
+    // 8's backward, which rebuilds each head's weights from its lse.
+    linear_backward(c.att, block.W_o, w_.d_x, w_.d_att, g.W_o);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < n_heads; ++h) {
+        copy_head(c.qkv, b, h, seq, d_k, w_.Q, w_.K, w_.V);
+        w_.dO = w_.d_att.block(b * seq, h * d_k, seq, d_k);
+        const AttentionGrads ag = tiled_attention_backward(w_.Q, w_.K, w_.V, c.heads[size_t(b * n_heads + h)], w_.dO,
+                                                           /*causal=*/true, kAttentionBlock);
+        w_.d_qkv.block(b * seq, h * d_k, seq, d_k) = ag.dQ;
+        w_.d_qkv.block(b * seq, d + h * d_k, seq, d_k) = ag.dK;
+        w_.d_qkv.block(b * seq, 2 * d + h * d_k, seq, d_k) = ag.dV;
+      }
+    linear_backward(c.a, block.qkv, w_.d_qkv, w_.d_m, g.qkv);
+    layernorm_backward(w_.d_m, c.ln1, block.ln1, w_.d_ln, g.ln1);
+    w_.d_x += w_.d_ln;  // now the gradient of the block's input
+  }
+  // tok is used twice, so its gradient is the sum of both uses: the
+  // embedding's rows (which embedding_backward writes, zeroing first) and
+  // the output layer's.
+  embedding_backward(w_.ids, seq, w_.d_x, grads.tok, grads.pos);
+  grads.tok.noalias() += w_.d_logits.transpose() * w_.y;
+}
+
+// ---------------------------------------------------------------------------
+// Training
+
+void sample_batch(std::span<const int64_t> data, int64_t batch, int64_t seq_len, Generator& gen, Batch& out) {
+  const int64_t n = int64_t(data.size());
+  if (n <= seq_len)
+    throw std::invalid_argument(
+        fmt::format("sample_batch: a text of {} tokens has no window of {} + 1 tokens", n, seq_len));
+  out.offsets = gen.randint(0, n - seq_len, batch);
+  out.x.resize(size_t(batch * seq_len));
+  out.y.resize(size_t(batch * seq_len));
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto first = data.begin() + out.offsets[size_t(b)];
+    std::copy(first, first + seq_len, out.x.begin() + b * seq_len);
+    std::copy(first + 1, first + 1 + seq_len, out.y.begin() + b * seq_len);
+  }
+}
+
+GptAdamW::GptAdamW(GptParams& params, GptParams& grads, const AdamWConfig& cfg)
+    : cfg_(cfg), m_(zeros_like(params)), v_(zeros_like(params)) {
+  params_ = tensor_spans(params);
+  grads_ = tensor_spans(grads);
+  m_spans_ = tensor_spans(m_);
+  v_spans_ = tensor_spans(v_);
+  visit_gpt_parameters(params, [&](const std::string&, auto&, const GptTensor& spec) { decay_.push_back(spec.decay); });
+}
+
+double GptAdamW::step(double lr, double max_norm) {
+  const double norm = clip_grad_norm(grads_, max_norm);
+  ++t_;
+  AdamWConfig decayed = cfg_, plain = cfg_;
+  decayed.lr = plain.lr = lr;
+  plain.weight_decay = 0;
+  for (size_t k = 0; k < params_.size(); ++k)
+    adamw_step(params_[k], grads_[k], m_spans_[k], v_spans_[k], t_, decay_[k] ? decayed : plain);
+  return norm;
+}
+
+GptStepStats gpt_train_step(Gpt& model, GptAdamW& opt, const Batch& b, double lr, double max_norm) {
+  GptStepStats s;
+  model.forward(b.x, int64_t(b.offsets.size()));
+  s.loss = model.loss(b.y);
+  model.backward();
+  s.grad_norm = opt.step(lr, max_norm);
+  return s;
+}
+
+double estimate_loss(Gpt& model, std::span<const int64_t> data, int64_t batch, int64_t batches, Generator& gen) {
+  Batch b;
+  double total = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    sample_batch(data, batch, model.config().seq_len, gen, b);
+    model.forward(b.x, batch);
+    total += double(model.loss(b.y));
+  }
+  return total / double(batches);
+}
+
+}  // namespace sa

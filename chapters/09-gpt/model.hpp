@@ -1,0 +1,231 @@
+// Chapter 9: the GPT, assembled from what the reader wrote in chapters 7
+// and 8. Not an exercise: every piece is one already.
+//
+//   ids ─ token embedding + learned position row ─ x            (chapter 7's embedding_forward)
+//   n_layers pre-norm blocks, chapter 7's BlockParams:
+//     x = x + W_o · tiled_attention(LayerNorm1(x) [W_q | W_k | W_v])   (chapter 8, causal, one call per head)
+//     x = x + W2 · GELU(W1 · LayerNorm2(x) + b1) + b2                   (d_ff = 4 d_model)
+//   final LayerNorm ─ logits = y tokᵀ                           (weight tying: the output layer is tok)
+//
+// The layout follows nanoGPT's model.py (Karpathy, 2022), the model its
+// character-level recipe trains, with chapter 7's biases: the feed-forward
+// layers and the LayerNorms have them, the attention's projections do not.
+// (nanoGPT's recipe trains with bias=False everywhere; the twin,
+// tests/reference/ch09_gpt_twin.py, is this model, not nanoGPT's.)
+//
+// Weight tying: the output layer is the token embedding read backwards.
+// Row v of tok is where token v enters the residual stream, and the logit
+// of v is the final state's dot product with that same row. One matrix of
+// vocab_size x d_model instead of two, and its gradient is the sum of both
+// uses (Press & Wolf, "Using the Output Embedding to Improve Language
+// Models", 2017; GPT-2).
+#pragma once
+
+#include "07-training/model.hpp"
+#include "07-training/training.hpp"
+#include "08-efficient-attention/efficient.hpp"
+#include "09-gpt/gpt.hpp"
+
+#include "sa/rng.hpp"
+#include "sa/tensor.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+// nanoGPT's names in comments: n_embd, n_head, n_layer, block_size. The
+// defaults are its shakespeare_char recipe for a CPU.
+struct GptConfig {
+  int64_t vocab_size = 63;
+  int64_t seq_len = 64;   // block_size: the longest context, and the rows of the position table
+  int64_t d_model = 128;  // n_embd
+  int64_t n_heads = 4;    // n_head
+  int64_t n_layers = 4;   // n_layer
+
+  int64_t d_ff() const { return 4 * d_model; }
+  int64_t d_k() const { return d_model / n_heads; }
+  // Refuses (std::invalid_argument) a size below 1 and d_model not
+  // divisible by n_heads.
+  void validate() const;
+};
+
+struct GptParams {
+  Matrix tok;  // (vocab_size, d_model): the embedding, and transposed the output layer
+  Matrix pos;  // (seq_len, d_model): a learned row per position
+  std::vector<BlockParams> blocks;  // chapter 7's pre-norm block: ln1, qkv, W_o, ln2, fc1, fc2
+  LayerNorm ln_f;
+};
+
+// ===========================================================================
+// The parameter table: every tensor once, its name, how it starts and
+// whether AdamW decays it. Everything that walks over the parameters reads
+// this one list: the initialisation (draws in this order), AdamW, clipping,
+// the parameter count, and the twin's names (cxx_layout in
+// ch09_gpt_twin.py lists the same names in the same order).
+// ===========================================================================
+
+// How a tensor starts, nanoGPT's _init_weights: every matrix N(0, 0.02²),
+// the two projections that write into the residual stream (W_o and fc2)
+// N(0, (0.02 / √(2 n_layers))²), so that the stream's variance does not grow
+// with depth; biases 0, LayerNorm's gamma 1 and beta 0. The embedding too
+// starts at 0.02, not nn.Embedding's N(0, 1): it is also the output layer,
+// and rows of norm √d_model would give logits of size √d_model and an
+// initial loss far above ln(vocab_size).
+struct GptTensor {
+  enum Init { normal, ones, zeros } init;
+  double stddev = 0;        // normal: the standard deviation
+  bool transposed = false;  // drawn in PyTorch's (d_out, d_in) order, stored (d_in, d_out)
+  // AdamW's weight decay, nanoGPT's configure_optimizers rule: tensors of
+  // two dimensions (the matrices and the embeddings) decay, vectors
+  // (biases, LayerNorm's gamma and beta) do not.
+  bool decay = false;
+};
+
+// f(name, tensor, spec) for every tensor in the table's order; tensor is a
+// Matrix or a RowVector of p (const when p is).
+template <class ParamsT, class F>
+void visit_gpt_parameters(ParamsT& p, F&& f) {
+  const double base = 0.02, residual = 0.02 / std::sqrt(2.0 * double(p.blocks.size()));
+  const GptTensor embedding{GptTensor::normal, base, false, true};
+  auto linear = [&](const std::string& name, auto& layer, double w_std) {
+    f(name + ".W", layer.W, GptTensor{GptTensor::normal, w_std, true, true});
+    if (layer.b) f(name + ".b", *layer.b, GptTensor{GptTensor::zeros});
+  };
+  auto norm = [&](const std::string& name, auto& ln) {
+    f(name + ".gamma", ln.gamma, GptTensor{GptTensor::ones});
+    f(name + ".beta", ln.beta, GptTensor{GptTensor::zeros});
+  };
+  f("tok", p.tok, embedding);
+  f("pos", p.pos, embedding);
+  for (size_t l = 0; l < p.blocks.size(); ++l) {
+    auto& block = p.blocks[l];
+    const std::string prefix = fmt::format("blocks.{}.", l);
+    norm(prefix + "ln1", block.ln1);
+    linear(prefix + "qkv", block.qkv, base);
+    linear(prefix + "W_o", block.W_o, residual);
+    norm(prefix + "ln2", block.ln2);
+    linear(prefix + "fc1", block.fc1, base);
+    linear(prefix + "fc2", block.fc2, residual);
+  }
+  norm("ln_f", p.ln_f);
+}
+
+// Every tensor allocated for `cfg`, uninitialised.
+GptParams shaped_gpt_params(const GptConfig& cfg);
+// shaped_gpt_params, then every tensor drawn from gen in the table's order.
+GptParams init_gpt_params(Generator& gen, const GptConfig& cfg);
+GptParams zeros_like(const GptParams& p);
+int64_t parameter_count(const GptParams& p);
+// Every tensor as a flat span, in the table's order (for clipping and AdamW).
+std::vector<std::span<float>> tensor_spans(GptParams& p);
+
+// What the forward keeps for the backward, for one block.
+struct GptBlockCache {
+  LayerNormCache ln1;
+  Matrix a;     // LayerNorm1(x), (rows, d)
+  Matrix qkv;   // a [W_q | W_k | W_v], (rows, 3d)
+  // One per (sequence, head), sequence-major: chapter 8's output and the
+  // log-sum-exp of every query row, all its backward needs besides Q, K, V.
+  std::vector<TiledAttention> heads;
+  Matrix att;   // the heads side by side, (rows, d)
+  Matrix x_mid; // x + att W_o
+  LayerNormCache ln2;
+  Matrix m, h, g, Phi;  // LayerNorm2(x_mid); m W1 + b1; GELU(h); Φ(h)
+  Matrix x_out;         // x_mid + g W2 + b2
+};
+
+// Every buffer of one (batch, seq) forward and backward, allocated when the
+// shape changes: training, evaluation and generation each keep theirs.
+struct GptWorkspace {
+  int64_t batch = 0, seq = 0;
+  std::vector<int64_t> ids, targets;
+  Matrix x0;
+  std::vector<GptBlockCache> blocks;
+  LayerNormCache ln_f;
+  Matrix y, logits, probs, d_logits;
+  Matrix d_x, d_y, d_ln, d_m, d_att, d_qkv, d_h, d_g;
+  Matrix Q, K, V, dO;  // one head of one sequence, copied out of qkv and d_att
+  void resize(const GptConfig& cfg, int64_t batch, int64_t seq);
+  int64_t rows() const { return batch * seq; }
+};
+
+class Gpt {
+ public:
+  Gpt(const GptConfig& cfg, Generator& gen);
+
+  const GptConfig& config() const { return cfg_; }
+
+  // Logits (batch * seq, vocab_size) of every position of `batch` sequences
+  // of ids.size() / batch tokens each (at most seq_len). Keeps every cache
+  // for backward().
+  const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch);
+  // After forward(): the mean cross-entropy against one target per position.
+  float loss(const std::vector<int64_t>& targets);
+  // After loss(): the gradient of that loss into `grads`, the forward's
+  // order reversed.
+  void backward();
+  const GptWorkspace& workspace() const { return w_; }
+
+  GptParams params;
+  GptParams grads;
+
+ private:
+  GptConfig cfg_;
+  GptWorkspace w_;
+};
+
+// ---------------------------------------------------------------------------
+// Training
+
+// A batch of `batch` windows of seq_len + 1 tokens of the text: x the
+// first seq_len, y the same shifted by one (each position's next token).
+struct Batch {
+  std::vector<int64_t> offsets, x, y;
+};
+
+// nanoGPT's get_batch: offsets = torch.randint(len(data) - seq_len,
+// (batch,)), one draw each, so the twin with the same generator reads the
+// same windows. Refused: a text of seq_len tokens or fewer.
+void sample_batch(std::span<const int64_t> data, int64_t batch, int64_t seq_len, Generator& gen, Batch& out);
+
+// AdamW over the table: one adamw_step per tensor, with weight_decay where
+// the table says decay and 0 elsewhere (nanoGPT's two parameter groups).
+class GptAdamW {
+ public:
+  GptAdamW(GptParams& params, GptParams& grads, const AdamWConfig& cfg);
+  GptAdamW(const GptAdamW&) = delete;  // holds spans into its own members
+  GptAdamW& operator=(const GptAdamW&) = delete;
+
+  // Clips the gradients to a global norm of max_norm (clip_grad_norm), then
+  // one AdamW step at learning rate lr. Returns the norm before clipping.
+  double step(double lr, double max_norm);
+  int64_t steps() const { return t_; }
+
+ private:
+  AdamWConfig cfg_;
+  GptParams m_, v_;
+  std::vector<std::span<float>> params_, grads_, m_spans_, v_spans_;
+  std::vector<bool> decay_;
+  int64_t t_ = 0;
+};
+
+struct GptStepStats {
+  float loss = 0;
+  double grad_norm = 0;  // before clipping
+};
+
+// One iteration of nanoGPT's train.py: forward, loss, backward, clip,
+// AdamW at the schedule's rate.
+GptStepStats gpt_train_step(Gpt& model, GptAdamW& opt, const Batch& b, double lr, double max_norm);
+
+// The mean loss over `batches` batches drawn from `gen` (nanoGPT's
+// estimate_loss), without touching the gradients.
+double estimate_loss(Gpt& model, std::span<const int64_t> data, int64_t batch, int64_t batches, Generator& gen);
+
+}  // namespace sa
