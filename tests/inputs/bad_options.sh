@@ -63,6 +63,14 @@ refuse 07-training "--checkpoint-dir is empty: give a folder" --checkpoint-dir "
 refuse 09-gpt "--top-k must be an integer in [1, 63], got '64'" --top-k 64
 refuse 09-gpt "--temperature must be a number in (0, 100], got '0'" --temperature 0
 refuse 09-gpt "--data-dir is empty: give a folder" --data-dir ""
+# The GPT's options: a width the heads do not divide, a prompt the
+# vocabulary cannot encode, a run far over the budget (estimated from the
+# options, before the text is read).
+refuse 09-gpt "d_model 128 is not divisible by 3 heads" --n-heads 3 --no-plots
+refuse 09-gpt "--prompt: character 'X' at position 0 is not in the vocabulary of train.txt" --prompt "Xerxes" --no-plots
+refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --eval-iters 20 would take about" \
+  --iters 100000 --no-plots
+refuse 09-gpt "--prompt is empty: give a text" --prompt ""
 ch9_data=$(mktemp -d)
 printf 'Ge1:1 not the text\n' >"$ch9_data/kjv.txt"
 refuse 09-gpt "has 19 bytes, expected 4137850: it is damaged (delete it" --data-dir "$ch9_data" --no-plots

@@ -82,6 +82,10 @@ declare -A values=(
   [--csv]="FLAG"
   [--top-k]="0 1 10 63 64"
   [--sample-chars]="1 80 2000 2001"
+  [--quick]="FLAG"
+  [--iters]="1 3 200 2000 1000000"
+  [--gen-chars]="1 300 100000"
+  [--n-layers]="1 4 64"
 )
 declare -A options=(
   [01-qkv-projection]="--seed --d-model --d-k --text"
@@ -94,7 +98,7 @@ declare -A options=(
   [07-training-bench]="--steps --epochs --max-epochs"
   [08-efficient-attention]="--seq-len --d-k --block --window --gen-tokens --reversal-epochs"
   [08-efficient-attention-bench]="--d-k --min-seq-len --max-seq-len --naive-max-seq-len --block --budget --csv"
-  [09-gpt]="--seed --temperature --top-k --sample-chars"
+  [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --seq-len --batch"
 )
 programs=("${!options[@]}")
 

@@ -192,7 +192,7 @@ def fixture():
 
 # --- the run and the benchmark -------------------------------------------------------
 DEFAULT = dict(iters=2000, batch=12, seq_len=64, d=128, heads=4, layers=4, eval_interval=200, eval_iters=20)
-QUICK = dict(iters=150, batch=12, seq_len=64, d=128, heads=4, layers=4, eval_interval=50, eval_iters=10)
+QUICK = dict(iters=200, batch=12, seq_len=64, d=128, heads=4, layers=4, eval_interval=50, eval_iters=10)
 
 
 def estimate(model, data, c, seed):
