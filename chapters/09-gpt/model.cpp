@@ -129,7 +129,8 @@ void GptWorkspace::resize(const GptConfig& cfg, int64_t batch_, int64_t seq_) {
   for (Matrix* m : {&Q, &K, &V, &dO}) m->resize(seq, d_k);
 }
 
-Gpt::Gpt(const GptConfig& cfg, Generator& gen) : params(init_gpt_params(gen, cfg)), grads(zeros_like(params)), cfg_(cfg) {}
+Gpt::Gpt(const GptConfig& cfg, Generator& gen)
+    : params(init_gpt_params(gen, cfg)), grads(zeros_like(params)), cfg_(cfg) {}
 
 namespace {
 

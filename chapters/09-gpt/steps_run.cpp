@@ -60,8 +60,8 @@ class RunProgress {
   void update(int64_t done, double loss, double step_seconds) {
     if (!enabled_ || (done % 5 != 0 && done != iters_)) return;
     const double eta = step_seconds / double(done) * double(iters_ - done);
-    fmt::print("\r  [{}] iteration {:5}/{}  loss {:.4f}  ETA {:5.1f} s\033[K", text_bar(double(done) / double(iters_), 24),
-               done, iters_, loss, eta);
+    fmt::print("\r  [{}] iteration {:5}/{}  loss {:.4f}  ETA {:5.1f} s\033[K",
+               text_bar(double(done) / double(iters_), 24), done, iters_, loss, eta);
     std::fflush(stdout);
   }
   void clear() {
