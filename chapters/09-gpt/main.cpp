@@ -15,6 +15,8 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
+
 using namespace sa;
 using namespace sa::ch9;
 
@@ -36,6 +38,11 @@ void run(int argc, char** argv) {
   // characters from a distribution of 63, in milliseconds.
   cli.without_budget();
   cli.parse(argc, argv);
+  // The default folder is made on the first run; a folder the reader names
+  // must exist, so that a typo never leaves 8 MB of text somewhere else.
+  if (cli.given("--data-dir") && !o.data_dir.empty() && !std::filesystem::is_directory(o.data_dir))
+    throw UsageError(fmt::format("--data-dir '{}' is not a folder (create it, or leave --data-dir out for {})",
+                                 o.data_dir, shown_path(Options{}.data_dir)));
   require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
   // The text is read (or prepared) and checked before anything is printed:
   // a missing package or a damaged file is one line on stderr.
