@@ -224,8 +224,10 @@ Text load_text(const std::string& dir) {
   // reads the same bytes); kjv.txt is the one checked, and they follow it.
   for (const auto& [path, part] : {std::pair{train, &t.train}, std::pair{val, &t.val}}) {
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) != part->size() || read_file(path) != *part)
+    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) != part->size() || read_file(path) != *part) {
       write_file(path, *part);
+      if (!t.prepared_now) t.rewritten.push_back(path.filename().string());
+    }
   }
   return t;
 }

@@ -7,7 +7,7 @@
 // "Ge1:1 In the beginning God created the heaven and the earth." The
 // preparation keeps the prose and drops the reference before it, then
 // splits the characters 90/10 by position: the first 90% to train on, the
-// rest (from Acts 7 on) to measure on text the model never saw, as
+// rest (from Acts 21:40 on) to measure on text the model never saw, as
 // nanoGPT's shakespeare_char/prepare.py splits its text.
 #pragma once
 
@@ -54,6 +54,7 @@ struct Text {
   std::string all, train, val;  // kjv.txt and its two parts, one verse a line
   std::string dir;              // the folder the files are in
   bool prepared_now = false;    // kjv.txt was made by this run (else read and checked)
+  std::vector<std::string> rewritten;  // split files written again by this run (missing, or not kjv.txt's parts)
 };
 
 // The text in `dir` (kjv.txt, train.txt, val.txt). When kjv.txt is missing

@@ -9,7 +9,7 @@
 //   - clipping the gradients by their global norm;
 //   - AdamW: Adam with decoupled weight decay.
 // Each follows a public reference, named where it is declared: nanoGPT
-// (Karpathy, 2022: model.py, train.py, sample.py) and PyTorch 1.13's
+// (Karpathy, 2022-2024: model.py, train.py, sample.py) and PyTorch 1.13's
 // torch.optim.AdamW and torch.nn.utils.clip_grad_norm_.
 #pragma once
 
@@ -87,7 +87,8 @@ RowVector sampling_probs(const RowVector& logits, double temperature, int64_t to
 int64_t sample_token(const RowVector& probs, Generator& gen);
 
 // ---------------------------------------------------------------------------
-// The learning-rate schedule (nanoGPT's train.py, get_lr)
+// The learning-rate schedule (nanoGPT's train.py, get_lr, as of its commit
+// dc81cb36 of December 2024: the warm-up below never starts at 0)
 
 struct LrSchedule {
   double lr = 1e-3;              // the peak, reached at the end of the warm-up
@@ -147,7 +148,8 @@ struct AdamWConfig {
 // matrices of the linear layers and the embeddings) decays, and biases and
 // LayerNorm's gamma and beta (one dimension) get weight_decay = 0.
 // Spans of different lengths, t < 1, weight_decay < 0 are refused with
-// std::invalid_argument.
+// std::invalid_argument, before anything changes: a refused step leaves
+// param, m and v as they were (so check first, then decay).
 void adamw_step(std::span<float> param, std::span<const float> grad, std::span<float> m, std::span<float> v,
                 int64_t t, const AdamWConfig& cfg);
 

@@ -16,6 +16,7 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ void run(int argc, char** argv) {
   }
   o.model_config().validate();  // d_model divisible by n_heads
   cli.check_budget(run_estimate(o));
+  // The default folder is made on the first run; a folder the reader names
+  // must exist, so that a typo never leaves 8 MB of text somewhere else.
+  if (cli.given("--data-dir") && !o.data_dir.empty() && !std::filesystem::is_directory(o.data_dir))
+    throw UsageError(fmt::format("--data-dir '{}' is not a folder (create it, or leave --data-dir out for {})",
+                                 o.data_dir, shown_path(Options{}.data_dir)));
   require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
   // The text is read (or prepared) and checked before anything is printed:
   // a missing package or a damaged file is one line on stderr. So is a

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -45,9 +46,11 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
     const RowVector probs = sampling_probs(logits, temperature, o.top_k);
     int64_t kept = 0;
     for (int64_t i = 0; i < probs.size(); ++i) kept += probs(i) > 0;
-    fmt::print("  temperature {}, top-k {}: {} characters possible; the five most likely:", temperature, o.top_k,
-               kept);
-    for (size_t r = 0; r < 5; ++r)
+    const size_t shown = size_t(std::min<int64_t>(5, kept));
+    fmt::print("  temperature {}, top-k {}: {} possible; the {} most likely:", temperature, o.top_k,
+               kept == 1 ? std::string("1 character") : fmt::format("{} characters", kept),
+               std::array{"one", "two", "three", "four", "five"}[shown - 1]);
+    for (size_t r = 0; r < shown; ++r)
       fmt::print(" {} {:.4f}", shown_char(vocab.chars[size_t(order[r])]), probs(order[r]));
     fmt::print("\n");
     // A generator of its own for each temperature, seeded with --seed: the
@@ -59,10 +62,32 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
     std::replace(s.begin(), s.end(), '\n', '/');
     fmt::print("    {} characters drawn (newline shown as /): \"{}\"\n", o.sample_chars, s);
   }
-  say("Both lines come from the same draws (one generator, seeded alike), so where they differ the lower "
-      "temperature picked a likelier character. At temperature 1 the draws follow the text's own frequencies; "
-      "below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but vanish. "
-      "Neither knows any word: that needs the context, which only the model brings.");
+  // What the two lines show depends on the options: said only where true.
+  const bool all_kept = o.top_k >= vocab.size();
+  std::string why;
+  if (o.top_k == 1) {
+    say("With top-k 1 only the likeliest character is left: every draw picks it, at any temperature. Neither "
+        "line knows any word: that needs the context, which only the model brings.");
+    return;
+  }
+  if (o.temperature == 1.0)
+    why = "Both lines are the same: the second temperature is 1 too, and the draws are the same. ";
+  else
+    why = fmt::format(
+        "Both lines come from the same draws (two generators seeded alike), so where they differ the {} "
+        "temperature picked a {} character. ",
+        o.temperature < 1 ? "lower" : "higher", o.temperature < 1 ? "likelier" : "less likely");
+  if (all_kept)
+    why += "At temperature 1 the draws follow the text's own frequencies; ";
+  else
+    why += fmt::format("Top-k keeps the {} likeliest characters and shares their mass among them; ", o.top_k);
+  if (o.temperature < 1)
+    why += "below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but vanish. ";
+  else if (o.temperature > 1)
+    why += "above 1 the mass spreads towards the rare characters, and the text gets noisier. ";
+  else
+    why += "a temperature below 1 would sharpen them, one above 1 flatten them. ";
+  say(why + "Neither line knows any word: that needs the context, which only the model brings.");
 }
 
 }  // namespace sa::ch9

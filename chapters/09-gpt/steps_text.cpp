@@ -36,6 +36,8 @@ void text_demo(const Text& t) {
       "then splits the characters by position: the first 90% to train on, the last 10% to validate.");
   fmt::print("  made by:    {}, each line's reference ('Ge1:1 ') stripped\n", kBibleCommand);
   fmt::print("  this run:   {}\n", t.prepared_now ? "prepared it now" : "read the file prepared earlier, checked");
+  for (const std::string& file : t.rewritten)
+    fmt::print("              {} written again from kjv.txt (it was missing or differed)\n", file);
   fmt::print("  {}:  {} bytes, {} verses, one a line\n", shown_path(t.dir + "/kjv.txt"), t.all.size(),
              count_lines(t.all));
   fmt::print("  SHA-256:    {}\n", sha256_hex(t.all));

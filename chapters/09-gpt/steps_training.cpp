@@ -67,11 +67,23 @@ void optimizer_demo() {
   std::vector<float> p = {1.0f, -2.0f}, g = {0.0f, 0.5f}, m(2, 0.0f), v(2, 0.0f);
   for (int64_t t = 1; t <= 10; ++t) adamw_step(p, g, m, v, t, cfg);
   fmt::print("  after 10 steps: {:.4f} and {:.4f}\n", p[0], p[1]);
+  // The same ten steps with the decay in the gradient instead (L2, what
+  // torch.optim.Adam(weight_decay=λ) does): chapter 7's Adam on g + λθ.
+  std::vector<float> p_l2 = {1.0f, -2.0f}, m_l2(2, 0.0f), v_l2(2, 0.0f);
+  for (int64_t t = 1; t <= 10; ++t) {
+    std::vector<float> g_l2 = g;
+    for (size_t i = 0; i < g_l2.size(); ++i) g_l2[i] += float(cfg.weight_decay) * p_l2[i];
+    adam_step(p_l2, g_l2, m_l2, v_l2, t, AdamConfig{cfg.lr, cfg.beta1, cfg.beta2, cfg.eps});
+  }
+  fmt::print("  with λθ in the gradient instead (L2): {:.4f} and {:.4f}\n", p_l2[0], p_l2[1]);
   say(fmt::format("The weight without gradient decayed by (1 − 0.05)^10 = {:.4f} and nothing else: Adam's "
-                  "division by sqrt(v) never sees the decay. As L2 in the gradient, the same λ would have moved "
-                  "it by about lr each step, whatever its size. In the GPT, matrices decay and biases and "
-                  "LayerNorm's parameters do not (nanoGPT's rule).",
-                  std::pow(0.95, 10)));
+                  "division by sqrt(v) never sees the decay. The weight of -2 ends where it started only because "
+                  "of these numbers: each step Adam moves it by about lr = 0.1 against its gradient, and the decay "
+                  "pulls it back by lr λ 2 = 0.1. As L2, λθ is a gradient like any other: Adam divides it by "
+                  "sqrt(v), so both weights move by about lr each step, whatever their size, and the first falls "
+                  "from 1 to {:.4f} in ten steps. In the GPT, matrices decay and biases and LayerNorm's parameters "
+                  "do not (nanoGPT's rule).",
+                  std::pow(0.95, 10), p_l2[0]));
 }
 
 }  // namespace sa::ch9

@@ -281,10 +281,14 @@ void require_writable_dir(const std::string& flag, const std::string& dir, doubl
   const bool exists = existing == target;
   std::string probe = (existing / ".write-test-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0)
-    throw UsageError(exists ? fmt::format("{} '{}' is not writable: {}", flag, dir, std::strerror(errno))
+  if (fd < 0) {
+    // (A folder that exists but takes no file, as /proc, says "No such file
+    // or directory", which would read as if the folder were missing.)
+    const std::string why = errno == ENOENT ? "it takes no new files" : std::strerror(errno);
+    throw UsageError(exists ? fmt::format("{} '{}' is not writable: {}", flag, dir, why)
                             : fmt::format("{} '{}' cannot be created: '{}' is not writable: {}", flag, dir,
-                                          existing.string(), std::strerror(errno)));
+                                          existing.string(), why));
+  }
   ::close(fd);
   fs::remove(probe, ec);
   struct statvfs disk {};

@@ -177,20 +177,29 @@ TEST_CASE("adamw_step: spans of different lengths, a step number below 1, a nega
           "[ch09][adamw_step]") {
   std::vector<float> p(3, 1), g(3, 0.1f), m(3, 0), v(3, 0), short_g(2, 0.1f);
   const AdamWConfig cfg;
+  // Each refused call must leave p, m and v as they were: checked after
+  // each, so that the message names the call that changed them.
+  const auto unchanged = [&](const std::string& call) {
+    INFO(call << " was refused but changed its tensors: p = (" << p[0] << ", " << p[1] << ", " << p[2]
+              << "), m[0] = " << m[0] << ", v[0] = " << v[0] << "; expected p = (1, 1, 1), m and v 0 "
+              << "(check the arguments before the decay)");
+    CHECK((p[0] == 1.0f && p[1] == 1.0f && p[2] == 1.0f && m[0] == 0.0f && v[0] == 0.0f));
+  };
   {
     INFO("a gradient of 2 values for a parameter of 3");
     CHECK_THROWS_AS(adamw_step(p, short_g, m, v, 1, cfg), std::invalid_argument);
   }
+  unchanged("adamw_step with a gradient of 2 values for a parameter of 3");
   {
     INFO("step number 0 (the first step is 1)");
     CHECK_THROWS_AS(adamw_step(p, g, m, v, 0, cfg), std::invalid_argument);
   }
+  unchanged("adamw_step at step number 0");
   AdamWConfig negative = cfg;
   negative.weight_decay = -0.1;
   {
     INFO("weight_decay -0.1");
     CHECK_THROWS_AS(adamw_step(p, g, m, v, 1, negative), std::invalid_argument);
   }
-  INFO("p after three refused steps: (" << p[0] << ", " << p[1] << ", " << p[2] << "), expected (1, 1, 1)");
-  CHECK((p[0] == 1.0f && p[1] == 1.0f && p[2] == 1.0f));
+  unchanged("adamw_step with weight_decay -0.1");
 }

@@ -38,6 +38,14 @@ TEST_CASE("Eigen's failed index check reads as what it means", "[checker]") {
         "softmax_backward");
 }
 
+TEST_CASE("the input a crashed test case was on stays whole, brackets inside it too", "[checker]") {
+  const auto r = replay("vector_index_input.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message ==
+        "crashed: an index outside a matrix or vector (the check '__n < this->size()' failed) "
+        "[decode of ids [0, -1] with a vocabulary of 3], in decode");
+}
+
 TEST_CASE("an uncaught exception of a type that is no std::exception is named by its type", "[checker]") {
   const auto r = replay("uncaught.case");
   CHECK(r.status == Status::crash);

@@ -225,6 +225,9 @@ TEST_CASE("Cli: a figure folder is probed but not created, so a run refused for 
   CHECK(fs::is_empty(parent));
   // A folder under /proc cannot be made: said before any work, as before.
   CHECK(usage_error({"--plots-dir", "/proc/sa-figures"}).rfind("--plots-dir '/proc/sa-figures' cannot be created", 0) == 0);
+  // ... and not as if /proc were missing (creating a file there is ENOENT).
+  CHECK(usage_error({"--plots-dir", "/proc/sa-figures"}) ==
+        "--plots-dir '/proc/sa-figures' cannot be created: '/proc' is not writable: it takes no new files");
 }
 
 TEST_CASE("Cli: a run whose estimate passes the budget is refused with one line, unless --i-know-it-is-big",

@@ -55,10 +55,20 @@ bool report_result(const std::string& report, CaseResult& result) {
 // (Eigen's index checks and the reader's assert()s are on in the exercises'
 // build), or what damage glibc found on the heap. `why` is "crashed: abort ...".
 std::string explain_abort(const std::string& why, const std::string& output) {
-  // (the input the test case was on, " [...]" at the end, stays)
+  // (the input the test case was on, " [...]" at the end, stays; it may
+  // hold brackets of its own, "[decode of ids [0, -1]]": the '[' that
+  // matches the last ']' is found by counting back)
   std::string context;
-  if (why.ends_with("]"))
-    if (const auto at = why.rfind(" ["); at != std::string::npos) context = why.substr(at);
+  if (why.ends_with("]")) {
+    int depth = 0;
+    for (size_t i = why.size(); i-- > 0;) {
+      if (why[i] == ']') ++depth;
+      if (why[i] == '[' && --depth == 0) {
+        if (i > 0 && why[i - 1] == ' ') context = why.substr(i - 1);
+        break;
+      }
+    }
+  }
   static const std::regex kAssertion("Assertion [`'](.*)' failed");
   static const std::regex kGlibc("^((free|malloc|realloc|double free|corrupted)[^:]*(\\(\\))?:? .*)");
   const std::string assertion = first_match(output, kAssertion, 1);

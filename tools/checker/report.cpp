@@ -142,7 +142,10 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     if (r.status != Status::fail) continue;
     if (failed++ < 3) out << "      ✗ " << r.test << "\n          " << r.message << "\n";
   }
-  if (failed > 3) out << "      ... and " << failed - 3 << " more failed\n";
+  // (the others are a command away: --json lists every test case)
+  if (failed > 3)
+    out << "      ... and " << failed - 3 << " more failed (./book check " << std::stoi(chapter.chapter.substr(0, 2))
+        << " --json lists every one)\n";
   if (untouched_rule && breaks_untouched_rule(c)) {
     out << "    untouched stubs must fail only with 'not implemented yet', but:\n";
     for (const CaseResult& r : chapter.results)
