@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path build_dir = argv[1];
-  if (command == "start") return start_chapters(build_dir, jobs, std::vector<std::string>(argv + 4, argv + argc));
+  if (command == "start")
+    return start_chapters(SA_SOURCE_DIR, build_dir, jobs, std::vector<std::string>(argv + 4, argv + argc));
   const std::string refusal = build_targets(build_dir, jobs, argv[4], std::vector<std::string>(argv + 5, argv + argc));
   if (refusal.empty()) return 0;
   std::cerr << "book: " << refusal << std::endl;

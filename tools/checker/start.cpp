@@ -49,12 +49,26 @@ pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::
   _exit(0);
 }
 
+// The options of a chapter's short run (chapters/NN-name/quick_options.txt,
+// words on one line), or none.
+std::vector<std::string> quick_options(const fs::path& source_dir, const std::string& chapter) {
+  std::vector<std::string> words;
+  std::ifstream in(source_dir / "chapters" / chapter / "quick_options.txt");
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 // Runs a chapter's program in the foreground; its wait status.
-int run_program(const fs::path& program) {
+int run_program(const fs::path& program, const std::vector<std::string>& options) {
   std::cout.flush();
+  std::vector<std::string> words = {program.string()};
+  words.insert(words.end(), options.begin(), options.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
-    execl(program.c_str(), program.c_str(), static_cast<char*>(nullptr));
+    execv(program.c_str(), argv.data());
     _exit(127);
   }
   int status = 0;
@@ -65,7 +79,8 @@ int run_program(const fs::path& program) {
 
 }  // namespace
 
-int start_chapters(const fs::path& build_dir, int jobs, const std::vector<std::string>& chapters) {
+int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jobs,
+                   const std::vector<std::string>& chapters) {
   const auto began = std::chrono::steady_clock::now();
   std::string marks_template = (fs::temp_directory_path() / "book-start.XXXXXX").string();
   if (!mkdtemp(marks_template.data())) {
@@ -105,7 +120,14 @@ int start_chapters(const fs::path& build_dir, int jobs, const std::vector<std::s
                 << ")" << std::endl;
       return finish(2);
     }
-    const int status = run_program(build_dir / "bin" / c);
+    const std::vector<std::string> options = quick_options(source_dir, c);
+    if (!options.empty()) {
+      std::string shown;
+      for (const std::string& w : options) shown += " " + w;
+      std::cout << "\n(book: chapter " << std::stoi(c.substr(0, 2)) << " runs its short run here:" << shown
+                << "; ./book run " << std::stoi(c.substr(0, 2)) << " runs it in full)" << std::endl;
+    }
+    const int status = run_program(build_dir / "bin" / c, options);
     if (stop_signal) return finish(130);
     if (WIFSIGNALED(status)) return finish(128 + WTERMSIG(status));
     if (WEXITSTATUS(status) != 0) return finish(WEXITSTATUS(status));
