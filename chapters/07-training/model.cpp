@@ -51,30 +51,35 @@ void ModelConfig::validate() const {
                     d_k()));
 }
 
+namespace {
+Linear shaped_linear(int64_t d_in, int64_t d_out, bool bias) {
+  Linear layer;
+  layer.W.resize(d_in, d_out);
+  if (bias) layer.b = RowVector(d_out);
+  return layer;
+}
+}  // namespace
+
+BlockParams shaped_block(int64_t d_model, int64_t d_ff) {
+  BlockParams block;
+  block.ln1 = make_layernorm(d_model);
+  block.qkv = shaped_linear(d_model, 3 * d_model, false);
+  block.W_o = shaped_linear(d_model, d_model, false);
+  block.ln2 = make_layernorm(d_model);
+  block.fc1 = shaped_linear(d_model, d_ff, true);
+  block.fc2 = shaped_linear(d_ff, d_model, true);
+  return block;
+}
+
 Params shaped_params(const ModelConfig& cfg) {
   cfg.validate();
   const int64_t d = cfg.d_model;
-  auto linear = [](int64_t d_in, int64_t d_out, bool bias) {
-    Linear layer;
-    layer.W.resize(d_in, d_out);
-    if (bias) layer.b = RowVector(d_out);
-    return layer;
-  };
   Params p;
   p.tok.resize(cfg.vocab, d);
   if (cfg.position == PositionEncoding::learned) p.pos.resize(cfg.max_seq, d);
-  for (int64_t l = 0; l < cfg.n_layers; ++l) {
-    BlockParams block;
-    block.ln1 = make_layernorm(d);
-    block.qkv = linear(d, 3 * d, false);
-    block.W_o = linear(d, d, false);
-    block.ln2 = make_layernorm(d);
-    block.fc1 = linear(d, cfg.d_ff, true);
-    block.fc2 = linear(cfg.d_ff, d, true);
-    p.blocks.push_back(std::move(block));
-  }
+  for (int64_t l = 0; l < cfg.n_layers; ++l) p.blocks.push_back(shaped_block(d, cfg.d_ff));
   p.ln_f = make_layernorm(d);
-  p.head = linear(d, cfg.vocab, true);
+  p.head = shaped_linear(d, cfg.vocab, true);
   return p;
 }
 

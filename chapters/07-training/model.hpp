@@ -158,6 +158,11 @@ void for_each_tensor(ParamsT& p, F&& f) {
 // how big each one is (the attention weights carry no bias, as in the twin).
 Params shaped_params(const ModelConfig& cfg);
 
+// One pre-norm block's tensors, shaped and unset: ln1, qkv (d_model x
+// 3 d_model, no bias), W_o (no bias), ln2, fc1 and fc2 (with biases).
+// Chapter 9's GPT stacks the same blocks.
+BlockParams shaped_block(int64_t d_model, int64_t d_ff);
+
 // The shape of every tensor, in the table's order, in the book's layout: a
 // Linear's W is (d_in, d_out), a bias or LayerNorm vector (d,).
 std::vector<Shape> tensor_shapes(const Params& p);

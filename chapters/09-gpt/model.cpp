@@ -22,25 +22,11 @@ void GptConfig::validate() const {
 GptParams shaped_gpt_params(const GptConfig& cfg) {
   cfg.validate();
   const int64_t d = cfg.d_model;
-  auto linear = [](int64_t d_in, int64_t d_out, bool bias) {
-    Linear layer;
-    layer.W.resize(d_in, d_out);
-    if (bias) layer.b = RowVector(d_out);
-    return layer;
-  };
   GptParams p;
   p.tok.resize(cfg.vocab_size, d);
   p.pos.resize(cfg.seq_len, d);
-  for (int64_t l = 0; l < cfg.n_layers; ++l) {
-    BlockParams block;
-    block.ln1 = make_layernorm(d);
-    block.qkv = linear(d, 3 * d, false);
-    block.W_o = linear(d, d, false);
-    block.ln2 = make_layernorm(d);
-    block.fc1 = linear(d, cfg.d_ff(), true);
-    block.fc2 = linear(cfg.d_ff(), d, true);
-    p.blocks.push_back(std::move(block));
-  }
+  // chapter 7's blocks, shaped as there
+  for (int64_t l = 0; l < cfg.n_layers; ++l) p.blocks.push_back(shaped_block(d, cfg.d_ff()));
   p.ln_f = make_layernorm(d);
   return p;
 }
