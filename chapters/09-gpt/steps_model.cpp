@@ -33,11 +33,16 @@ std::string init_str(const GptTensor& spec) {
 
 void model_demo(const Gpt& model) {
   const GptConfig& c = model.config();
-  say(fmt::format("The GPT: chapter 7's pre-norm blocks with chapter 8's causal tiled attention, nanoGPT's "
-                  "character-level recipe for a CPU: {} layers, {} heads, d_model {}, seq_len {} (the context), "
+  // (nanoGPT's recipe only when the sizes are its own: options may change them)
+  const GptConfig recipe;
+  const bool is_recipe = c.n_layers == recipe.n_layers && c.n_heads == recipe.n_heads &&
+                         c.d_model == recipe.d_model && c.seq_len == recipe.seq_len;
+  say(fmt::format("The GPT: chapter 7's pre-norm blocks with chapter 8's causal tiled attention, {}: {} layers, "
+                  "{} heads, d_model {}, seq_len {} (the context), "
                   "d_ff = 4 d_model = {}. The output layer is the token embedding itself (weight tying): the "
                   "logits are y tokᵀ. Its parameter table, the one list that initialisation, AdamW, clipping and "
                   "the PyTorch twin read:",
+                  is_recipe ? "nanoGPT's character-level recipe for a CPU" : "sizes of your choosing",
                   c.n_layers, c.n_heads, c.d_model, c.seq_len, c.d_ff()));
   fmt::print("  {:<20} {:>11} {:>8}  {:<16} {}\n", "tensor", "shape", "values", "starts as", "decays");
   visit_gpt_parameters(model.params, [&](const std::string& name, const auto& t, const GptTensor& spec) {
