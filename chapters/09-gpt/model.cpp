@@ -231,6 +231,112 @@ void Gpt::backward() {
 }
 
 // ---------------------------------------------------------------------------
+// Generation
+
+int64_t context_start(int64_t n_tokens, int64_t seq_len) {
+  if (n_tokens < 1 || seq_len < 1) throw std::invalid_argument("context_start: no token, or no position");
+  // The context grows to seq_len tokens, then restarts from its newer half:
+  // seq_len - seq_len / 2 tokens are kept at every restart.
+  const int64_t kept = seq_len - seq_len / 2;
+  if (n_tokens <= seq_len) return 0;
+  if (kept == seq_len) return n_tokens - 1;  // seq_len 1: the last token only
+  // After the first fill, a restart every seq_len - kept tokens.
+  const int64_t restarts = (n_tokens - seq_len - 1) / (seq_len - kept) + 1;
+  return restarts * (seq_len - kept);
+}
+
+GptDecoder::GptDecoder(Gpt& model) : model_(model) {
+  const GptConfig& c = model.config();
+  caches_.assign(size_t(c.n_layers * c.n_heads), KVCache(c.seq_len, c.d_k(), c.d_k()));
+  for (Matrix* m : {&x_, &a_, &att_, &x_mid_, &m_, &x_out_, &y_}) m->resize(1, c.d_model);
+  qkv_.resize(1, 3 * c.d_model);
+  h_.resize(1, c.d_ff());
+  g_.resize(1, c.d_ff());
+  ln_ = LayerNormCache(1, c.d_model);
+}
+
+const RowVector& GptDecoder::prefill(const std::vector<int64_t>& context) {
+  const GptConfig& c = model_.config();
+  const int64_t n = int64_t(context.size()), d = c.d_model, d_k = c.d_k();
+  // Gpt::forward refuses an empty or too long context, and ids outside the vocabulary.
+  const Matrix& logits = model_.forward(context, 1);
+  // Its caches hold every block's QKV for every position: the keys and
+  // values the next tokens will attend over.
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      KVCache& cache = caches_[size_t(l * c.n_heads + h)];
+      const Matrix& qkv = model_.workspace().blocks[size_t(l)].qkv;
+      cache.K.topRows(n) = qkv.block(0, d + h * d_k, n, d_k);
+      cache.V.topRows(n) = qkv.block(0, 2 * d + h * d_k, n, d_k);
+      cache.size = n;
+    }
+  size_ = n;
+  logits_ = logits.row(n - 1);
+  return logits_;
+}
+
+const RowVector& GptDecoder::step(int64_t id) {
+  const GptConfig& c = model_.config();
+  const GptParams& p = model_.params;
+  const int64_t d = c.d_model, d_k = c.d_k();
+  if (size_ >= c.seq_len)
+    throw std::invalid_argument(fmt::format("GptDecoder::step: the cache is full ({} positions)", c.seq_len));
+  if (id < 0 || id >= c.vocab_size)
+    throw std::out_of_range(fmt::format("GptDecoder::step: token id {} outside [0, {})", id, c.vocab_size));
+  // The same layers as Gpt::forward, on one row.
+  x_ = p.tok.row(id) + p.pos.row(size_);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const BlockParams& block = p.blocks[size_t(l)];
+    layernorm_forward(x_, block.ln1, a_, ln_);
+    linear_forward(a_, block.qkv, qkv_);
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      // The new token's key and value join the cache, then its query
+      // attends over every key so far (itself included): the last row of
+      // causal attention, chapter 8's kv_append and kv_attend.
+      KVCache& cache = caches_[size_t(l * c.n_heads + h)];
+      kv_append(cache, qkv_.block(0, d + h * d_k, 1, d_k), qkv_.block(0, 2 * d + h * d_k, 1, d_k));
+      att_.block(0, h * d_k, 1, d_k) = kv_attend(cache, qkv_.block(0, h * d_k, 1, d_k));
+    }
+    linear_forward(att_, block.W_o, x_mid_);
+    x_mid_ += x_;
+    layernorm_forward(x_mid_, block.ln2, m_, ln_);
+    linear_forward(m_, block.fc1, h_);
+    gelu_forward(h_, g_);
+    linear_forward(g_, block.fc2, x_out_);
+    x_ = x_out_ + x_mid_;
+  }
+  layernorm_forward(x_, p.ln_f, y_, ln_);
+  logits_.noalias() = y_ * p.tok.transpose();
+  ++size_;
+  return logits_;
+}
+
+std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> tokens, const GenerationOptions& o, Generator& gen) {
+  if (tokens.empty()) throw std::invalid_argument("generate: the prompt is empty; give at least one token");
+  const int64_t T = model.config().seq_len;
+  auto context = [&](int64_t from) { return std::vector<int64_t>(tokens.begin() + from, tokens.end()); };
+  GptDecoder decoder(model);
+  int64_t start = -1;  // where the decoder's context begins (-1: not filled yet)
+  RowVector logits;
+  for (int64_t i = 0; i < o.new_tokens; ++i) {
+    const int64_t n = int64_t(tokens.size()), from = context_start(n, T);
+    if (!o.use_cache) {
+      // From scratch: the whole context again, its last row read.
+      const Matrix& all = model.forward(context(from), 1);
+      logits = all.row(all.rows() - 1);
+    } else if (from != start) {
+      // The first token, or a restart of the context: all of it at once.
+      logits = decoder.prefill(context(from));
+      start = from;
+    } else {
+      logits = decoder.step(tokens.back());  // one row; the rest is cached
+    }
+    tokens.push_back(sample_token(sampling_probs(logits, o.temperature, o.top_k ? o.top_k : logits.size()), gen));
+  }
+  return tokens;
+}
+
+// ---------------------------------------------------------------------------
 // Training
 
 void sample_batch(std::span<const int64_t> data, int64_t batch, int64_t seq_len, Generator& gen, Batch& out) {

@@ -181,6 +181,59 @@ class Gpt {
 };
 
 // ---------------------------------------------------------------------------
+// Generation (nanoGPT's GPT.generate), with and without chapter 8's
+// key/value cache
+
+// The context a new token is predicted from. The model knows seq_len
+// positions; when the context is full, the oldest half is dropped and the
+// rest is read again from position 0 (learned positions are absolute, so a
+// cached key cannot move to another position: a window sliding by one
+// token would have to recompute every key at every token). Both ways of
+// generating use this same context, so they give the same logits and the
+// same tokens; the cache only skips the work.
+//   context_start(n, seq_len): the first of the n tokens so far that the
+//   next prediction reads.
+int64_t context_start(int64_t n_tokens, int64_t seq_len);
+
+// One key/value cache per block and head (chapter 8's KVCache, kv_append
+// and kv_attend): each new token runs through the model as a single row.
+class GptDecoder {
+ public:
+  explicit GptDecoder(Gpt& model);
+  // The logits (1, vocab_size) of the token after `context`: the whole
+  // context through Gpt::forward at once (its keys and values then fill the
+  // caches). At most seq_len tokens.
+  const RowVector& prefill(const std::vector<int64_t>& context);
+  // The logits after one more token `id`, at the next position: one row
+  // through every block, attending over the cache. Refused when the cache
+  // is full (seq_len tokens): prefill the shorter context instead.
+  const RowVector& step(int64_t id);
+  int64_t size() const { return size_; }
+
+ private:
+  Gpt& model_;
+  std::vector<KVCache> caches_;  // block l, head h at l * n_heads + h
+  int64_t size_ = 0;
+  Matrix x_, a_, qkv_, att_, x_mid_, m_, h_, g_, x_out_, y_;  // one row each
+  LayerNormCache ln_;
+  RowVector logits_;
+};
+
+struct GenerationOptions {
+  int64_t new_tokens = 300;
+  double temperature = 1.0;
+  int64_t top_k = 0;  // 0: every token of the vocabulary
+  bool use_cache = true;
+};
+
+// `prompt` (at least one token) followed by o.new_tokens tokens, each drawn
+// with sampling_probs and sample_token from the logits after the context
+// (context_start), the draws from gen. With o.use_cache the caches carry
+// the context from token to token (GptDecoder); without, every token runs
+// Gpt::forward over its whole context again. Same tokens either way.
+std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> prompt, const GenerationOptions& o, Generator& gen);
+
+// ---------------------------------------------------------------------------
 // Training
 
 // A batch of `batch` windows of seq_len + 1 tokens of the text: x the

@@ -98,5 +98,7 @@ void training_run(Gpt& model, const TokenData& data, const Options& o, uint64_t 
 // Step 11: o.gen_chars characters after o.prompt, sampled with
 // o.temperature and o.top_k.
 void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed);
+// Generated text, one "  | " line per line of it.
+void print_generated(const std::string& text);
 
 }  // namespace sa::ch9

@@ -1,0 +1,100 @@
+// Chapter 9's generation (chapters/09-gpt/model.hpp): the key/value cache
+// must change the speed and nothing else. The decoder's logits against the
+// last row of a whole forward over the same context, the context's restarts
+// (context_start), and whole generations with and without the cache.
+// A small model with random weights: the cache has nothing to do with
+// training, and random weights make every logit differ from token to token.
+#include "09-gpt/model.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace sa;
+
+namespace {
+
+// 2 layers, d_model 32, 4 heads, 8 positions, 11 tokens.
+GptConfig small() { return GptConfig{11, 8, 32, 4, 2}; }
+
+std::vector<int64_t> ids(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back((7 * i + 3) % 11);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("context_start: the context fills, then restarts from its newer half") {
+  // seq_len 8: 8 tokens fit; the 9th drops the oldest 4 (start 4) and the
+  // context grows again to 8 (12 tokens), the 13th drops 4 more.
+  const std::vector<int64_t> expected = {0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12};
+  for (int64_t n = 1; n <= int64_t(expected.size()); ++n) {
+    INFO(fmt::format("{} tokens, seq_len 8", n));
+    CHECK(context_start(n, 8) == expected[size_t(n - 1)]);
+  }
+  // Every context holds at most seq_len tokens and at least the newer half.
+  for (int64_t T : {1, 2, 3, 7, 64})
+    for (int64_t n = 1; n < 5 * T; ++n) {
+      const int64_t len = n - context_start(n, T);
+      INFO(fmt::format("{} tokens, seq_len {}: a context of {}", n, T, len));
+      CHECK(len <= T);
+      CHECK(len >= std::min(n, T - T / 2));
+    }
+  CHECK_THROWS_AS(context_start(0, 8), std::invalid_argument);
+}
+
+TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {
+  Generator gen(5);
+  Gpt model(small(), gen);
+  const std::vector<int64_t> all = ids(8);
+  GptDecoder decoder(model);
+  // Prefill the first 3, then one token at a time up to the full context.
+  RowVector cached = decoder.prefill({all.begin(), all.begin() + 3});
+  for (int64_t n = 3; n <= 8; ++n) {
+    if (n > 3) cached = decoder.step(all[size_t(n - 1)]);
+    REQUIRE(decoder.size() == n);
+    const Matrix& whole = model.forward({all.begin(), all.begin() + n}, 1);
+    const RowVector last = whole.row(n - 1);
+    const float err = (cached - last).cwiseAbs().maxCoeff();
+    INFO(fmt::format("after {} tokens: largest difference {:.3g} (logits of size {:.3g})", n, err,
+                     last.cwiseAbs().maxCoeff()));
+    // float32: the single row and the batched product sum in other orders.
+    CHECK(err < 1e-5f);
+  }
+  // Full: a ninth token has no position; and an id outside the vocabulary.
+  CHECK_THROWS_AS(decoder.step(1), std::invalid_argument);
+  GptDecoder fresh(model);
+  fresh.prefill({1});
+  CHECK_THROWS_AS(fresh.step(11), std::out_of_range);
+  CHECK_THROWS_AS(fresh.step(-1), std::out_of_range);
+}
+
+TEST_CASE("generate: the same tokens with and without the cache, across restarts of the context") {
+  Generator init(9);
+  Gpt model(small(), init);
+  for (const double temperature : {1.0, 0.7}) {
+    GenerationOptions o;
+    o.new_tokens = 30;  // 32 tokens in all: the context restarts six times
+    o.temperature = temperature;
+    o.top_k = 5;
+    o.use_cache = true;
+    Generator g1(3), g2(3);
+    const std::vector<int64_t> with = generate(model, {2, 4}, o, g1);
+    o.use_cache = false;
+    const std::vector<int64_t> without = generate(model, {2, 4}, o, g2);
+    INFO(fmt::format("temperature {}", temperature));
+    REQUIRE(with.size() == 32);
+    CHECK(with == without);
+    // The prompt comes back first, and the draws are not all one token.
+    CHECK(with[0] == 2);
+    CHECK(with[1] == 4);
+    CHECK(std::count(with.begin(), with.end(), with[5]) < 20);
+  }
+  GenerationOptions o;
+  Generator g(1);
+  CHECK_THROWS_AS(generate(model, {}, o, g), std::invalid_argument);
+}
