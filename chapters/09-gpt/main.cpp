@@ -124,10 +124,13 @@ void run(int argc, char** argv) {
   one_step_demo(model, data, o, cli.seed);
 
   step(10, "Training on the Bible");
-  training_run(model, data, o, cli.seed, gen, figures);
+  training_run(model, vocab, data, o, cli.seed, gen, figures);
 
   step(11, "The trained model writes");
   generation_demo(model, vocab, o, cli.seed);
+
+  step(12, "What two trained heads read in a verse");
+  heads_demo(model, vocab, figures);
 
   gap();
   say("Not written yet: generation with chapter 8's key/value cache (its CachedDecoder takes chapter 7's model), "
