@@ -43,6 +43,7 @@ struct Options {
   int64_t n_heads = 4;         // n_head
   int64_t n_layers = 4;        // n_layer
   double lr = 1e-3;            // learning_rate; min_lr is a tenth of it
+  double dropout = 0;          // dropout (the recipe's 0: this small model does not overfit in 2000 iterations)
   int64_t eval_interval = 200; // iterations between validation losses
   int64_t eval_iters = 20;     // batches of each validation loss
   int64_t gen_chars = 300;     // characters generated at the end (step 11)

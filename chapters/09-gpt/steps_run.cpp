@@ -108,6 +108,11 @@ void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, con
                   "last line; before training and half-way, 100 characters the model writes after the prompt.",
                   o.iters, o.batch, o.seq_len, kClip, adamw.weight_decay, schedule.warmup_iters, schedule.lr,
                   schedule.min_lr, o.eval_interval, o.eval_iters));
+  if (o.dropout > 0)
+    say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
+                    "branch's entries (chapter 6's dropout, its masks from the batches' generator); the validation "
+                    "loss and the samples run without it.",
+                    o.dropout));
   // (The learning rate of each iteration is step 4's schedule: not repeated here.)
   fmt::print("  {:>9}  {:>10}  {:>8}  {:>8}\n", "iteration", "train loss", "val loss", "time");
   RunProgress progress(o.iters);
