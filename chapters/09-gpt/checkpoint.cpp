@@ -415,15 +415,15 @@ void require_same_model(const GptCheckpoint& ckpt, const GptRunPlan& plan, const
   const Refusal fail{name};
   for (const GptField& f : kGptFields)
     if (ckpt.config.*f.value != plan.config.*f.value)
-      throw fail(fmt::format("a model of {} {}, but this run's has {} {}: give --{} {} (or leave the option out) to "
-                             "resume it",
-                             f.name, ckpt.config.*f.value, f.name, plan.config.*f.value,
-                             [&] {
+      throw fail(fmt::format("a model of {} {}, but this run's has {} {}{}", f.name, ckpt.config.*f.value, f.name,
+                             plan.config.*f.value, [&]() -> std::string {
+                               // (The vocabulary's size has no option: it is the text's.)
+                               if (std::string_view(f.name) == "vocab_size") return "";
                                std::string flag = f.name;
                                std::replace(flag.begin(), flag.end(), '_', '-');
-                               return flag;
-                             }(),
-                             ckpt.config.*f.value));
+                               return fmt::format(": give --{} {} (or leave the option out) to resume it", flag,
+                                                  ckpt.config.*f.value);
+                             }()));
   if (ckpt.text_sha256 != plan.text_sha256)
     throw fail(fmt::format("trained on another text: SHA-256 {}, but this run's text has {}", ckpt.text_sha256,
                            plan.text_sha256));
