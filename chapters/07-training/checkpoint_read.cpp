@@ -351,7 +351,8 @@ std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fa
     const json& dtype = value.at("dtype");
     if (!dtype.is_string() || dtype.get<std::string>() != "F32")
       throw fail(fmt::format("{} has dtype {}; a {} checkpoint holds F32 only", who,
-                             dtype.is_string() ? "'" + shown(dtype.get<std::string>()) + "'" : "that is no string", kind));
+                             dtype.is_string() ? "'" + shown(dtype.get<std::string>()) + "'" : "that is no string",
+                             kind));
     const json& shape = value.at("shape");
     if (!shape.is_array() || shape.size() > 8)
       throw fail(fmt::format("{}: its shape is not a list of at most 8 sizes", who));

@@ -49,8 +49,8 @@ template <class F>
 void visit_checkpoint_tensors(const GptParams& params, const GptParams* m, const GptParams* v, F&& f) {
   const auto each = [&](const GptParams& p, const std::string& prefix) {
     visit_gpt_parameters(p, [&](const std::string& name, const auto& t, const GptTensor&) {
-      const Shape shape = std::decay_t<decltype(t)>::RowsAtCompileTime == 1 ? Shape{int64_t(t.size())}
-                                                                             : Shape{int64_t(t.rows()), int64_t(t.cols())};
+      const bool vector = std::decay_t<decltype(t)>::RowsAtCompileTime == 1;
+      const Shape shape = vector ? Shape{int64_t(t.size())} : Shape{int64_t(t.rows()), int64_t(t.cols())};
       f(prefix + name, shape, std::span<const float>(t.data(), size_t(t.size())));
     });
   };
@@ -80,7 +80,8 @@ std::string decimal(int64_t x) { return std::to_string(x); }
 
 // A whole number from 0 to max, digits only, no leading zero.
 bool parse_count(const std::string& s, uint64_t max, uint64_t& value) {
-  if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0') || s.find_first_not_of("0123456789") != std::string::npos)
+  if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0') ||
+      s.find_first_not_of("0123456789") != std::string::npos)
     return false;
   uint64_t v = 0;
   for (char ch : s) {
@@ -126,15 +127,16 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
     throw refuse(fmt::format("{} parameters, but the configuration implies {}", parameter_count(ckpt.params),
                              gpt_parameter_count(c)));
   // The shapes the reader will expect: the configuration's.
-  std::vector<Shape> want, have, m_shapes, v_shapes;
-  const GptParams shaped = shaped_gpt_params(c);
-  visit_checkpoint_tensors(shaped, nullptr, nullptr, [&](const std::string&, Shape s, auto) { want.push_back(s); });
-  visit_checkpoint_tensors(ckpt.params, nullptr, nullptr, [&](const std::string&, Shape s, auto) { have.push_back(s); });
-  if (have != want) throw refuse("the parameters do not have the shapes the configuration implies");
+  const auto shapes_of = [](const GptParams& p) {
+    std::vector<Shape> out;
+    visit_checkpoint_tensors(p, nullptr, nullptr, [&](const std::string&, Shape s, auto) { out.push_back(s); });
+    return out;
+  };
+  const std::vector<Shape> want = shapes_of(shaped_gpt_params(c));
+  if (shapes_of(ckpt.params) != want) throw refuse("the parameters do not have the shapes the configuration implies");
   if (ckpt.has_optimizer) {
-    visit_checkpoint_tensors(ckpt.adam_m, nullptr, nullptr, [&](const std::string&, Shape s, auto) { m_shapes.push_back(s); });
-    visit_checkpoint_tensors(ckpt.adam_v, nullptr, nullptr, [&](const std::string&, Shape s, auto) { v_shapes.push_back(s); });
-    if (m_shapes != want || v_shapes != want) throw refuse("AdamW's moments do not have the parameters' shapes");
+    if (shapes_of(ckpt.adam_m) != want || shapes_of(ckpt.adam_v) != want)
+      throw refuse("AdamW's moments do not have the parameters' shapes");
     if (ckpt.adamw_step != ckpt.iteration)
       throw refuse(fmt::format("AdamW's step count {} is not the iteration {}: one AdamW step an iteration",
                                ckpt.adamw_step, ckpt.iteration));
@@ -170,7 +172,8 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
       "gpt_checkpoint_bytes");
 }
 
-void save_gpt_checkpoint(const std::string& path, const GptCheckpoint& ckpt, const CheckpointCheck& check_before_rename) {
+void save_gpt_checkpoint(const std::string& path, const GptCheckpoint& ckpt,
+                         const CheckpointCheck& check_before_rename) {
   save_file_atomically(path, gpt_checkpoint_bytes(ckpt), check_before_rename);
 }
 
@@ -394,7 +397,8 @@ GptCheckpoint read_gpt_data(GptLayout& layout, std::span<const uint8_t> data, co
 }  // namespace
 
 GptCheckpoint parse_gpt_checkpoint(std::span<const uint8_t> bytes, const std::string& name) {
-  const uint64_t n = detail::checkpoint_header_length(bytes.first(std::min<size_t>(8, bytes.size())), bytes.size(), name);
+  const uint64_t n =
+      detail::checkpoint_header_length(bytes.first(std::min<size_t>(8, bytes.size())), bytes.size(), name);
   const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + 8, size_t(n));
   GptLayout layout = parse_gpt_header(header, bytes.size() - 8 - n, name);
   return read_gpt_data(layout, bytes.subspan(8 + size_t(n)), name);
