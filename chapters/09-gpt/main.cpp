@@ -104,8 +104,10 @@ void run(int argc, char** argv) {
   chapter_title("Chapter 9: a small GPT trained on a real book");
   fmt::print("seed {}, temperature {}, top-k {}, sample-chars {}\n", cli.seed, o.temperature, o.top_k,
              o.sample_chars);
-  fmt::print("model: {} layers, {} heads, d_model {}, seq_len {}; training: {} iterations of batch {}{}\n",
-             o.n_layers, o.n_heads, o.d_model, o.seq_len, o.iters, o.batch, o.quick ? " (--quick)" : "");
+  fmt::print("model: {} layers, {} heads, d_model {}, seq_len {}; training: {} iterations of batch {}{}{}\n",
+             o.n_layers, o.n_heads, o.d_model, o.seq_len, o.iters, o.batch, o.quick ? " (--quick)" : "",
+             resumed ? fmt::format(", resumed from iteration {} ({})", o.start_iteration, shown_path(o.checkpoint))
+                     : "");
 
   step(1, "The text: the King James Bible, prepared once");
   text_demo(text);
