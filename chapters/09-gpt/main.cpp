@@ -58,8 +58,7 @@ void run(int argc, char** argv) {
   cli.add("--gen-chars", &o.gen_chars, "characters the trained model writes in step 11", IntRange{1, 100000});
   cli.add("--prompt", &o.prompt, "the text step 11 continues (characters of the vocabulary)", "a text");
   cli.add("--checkpoint", &o.checkpoint,
-          fmt::format("the file step 10's model is saved to, with AdamW's state (default {})",
-                      shown_path(Options{}.checkpoint)),
+          "the file step 10's model is saved to, with AdamW's state and the training generator's, and --resume reads",
           "a file");
   cli.add_flag("--resume", &o.resume,
                "continue training the model of --checkpoint from its iteration to --iters (above it), with its "
