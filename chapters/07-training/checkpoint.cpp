@@ -47,6 +47,55 @@ uint32_t metadata_crc(const std::map<std::string, std::string>& metadata) {
 
 std::string hex32(uint32_t x) { return fmt::format("{:08x}", x); }
 
+std::vector<uint8_t> safetensors_bytes(
+    const std::vector<TensorView>& tensors,
+    const std::function<std::vector<std::pair<std::string, std::string>>(uint32_t data_crc)>& metadata_for,
+    std::string_view who) {
+  // The data: little-endian float32, byte by byte, the same on any machine.
+  uint64_t count = 0;
+  for (const TensorView& t : tensors) count += t.values.size();
+  std::vector<uint8_t> data;
+  data.reserve(size_t(count) * 4);
+  // The metadata first (filled in below), then the tensors in order: the
+  // header reads in the model's order (ordered_json keeps it).
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  header["__metadata__"] = nullptr;
+  std::string bad;
+  for (const TensorView& t : tensors) {
+    const uint64_t begin = data.size();
+    for (float x : t.values) {
+      if (!std::isfinite(x) && bad.empty()) bad = t.name;
+      const uint32_t u = std::bit_cast<uint32_t>(x);
+      for (int k = 0; k < 4; ++k) data.push_back(uint8_t(u >> (8 * k)));
+    }
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {begin, uint64_t(data.size())}}};
+  }
+  if (!bad.empty())
+    throw std::invalid_argument(fmt::format("{}: tensor {} holds a NaN or infinite value", who, bad));
+
+  const auto metadata = metadata_for(crc32(data));
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : metadata) meta[key] = value;
+  meta["metadata_crc32"] = hex32(metadata_crc({metadata.begin(), metadata.end()}));
+  header["__metadata__"] = std::move(meta);
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: cannot write the header: {}", who, printable(e.what(), 200)));
+  }
+  // Padded with spaces so that the data starts at a multiple of 8, as the
+  // format recommends.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::vector<uint8_t> bytes;
+  bytes.reserve(8 + text.size() + data.size());
+  for (int k = 0; k < 8; ++k) bytes.push_back(uint8_t(uint64_t(text.size()) >> (8 * k)));
+  bytes.insert(bytes.end(), text.begin(), text.end());
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
 std::string token_problem(std::string_view t) {
   if (t.empty()) return "is empty";
   for (size_t i = 0; i < t.size();) {
@@ -188,55 +237,21 @@ std::vector<uint8_t> checkpoint_bytes(const Checkpoint& ckpt) {
   if (have != want)
     throw std::invalid_argument("checkpoint_bytes: the parameters do not have the shapes the configuration implies");
 
-  // The data: little-endian float32, byte by byte, the same on any machine.
-  std::vector<uint8_t> data;
-  data.reserve(size_t(count) * 4);
-  // The metadata first (filled in below), then the tensors in order: the
-  // header reads in the model's order (ordered_json keeps it).
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  header["__metadata__"] = nullptr;
-  size_t index = 0;
-  std::string bad;
+  std::vector<detail::TensorView> tensors;
   for_each_tensor(ckpt.params, [&](const std::string& name, std::span<const float> t) {
-    const uint64_t begin = data.size();
-    for (float x : t) {
-      if (!std::isfinite(x) && bad.empty()) bad = name;
-      const uint32_t u = std::bit_cast<uint32_t>(x);
-      for (int k = 0; k < 4; ++k) data.push_back(uint8_t(u >> (8 * k)));
-    }
-    header[name] = {{"dtype", "F32"},
-                     {"shape", have[index++]},
-                     {"data_offsets", {begin, uint64_t(data.size())}}};
+    tensors.push_back({name, have[tensors.size()], t});
   });
-  if (!bad.empty())
-    throw std::invalid_argument(fmt::format("checkpoint_bytes: tensor {} holds a NaN or infinite value", bad));
-
-  const auto metadata = checkpoint_metadata(ckpt, crc32(data));
-  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-  for (const auto& [key, value] : metadata) meta[key] = value;
-  meta["metadata_crc32"] = detail::hex32(detail::metadata_crc({metadata.begin(), metadata.end()}));
-  header["__metadata__"] = std::move(meta);
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("checkpoint_bytes: cannot write the header: {}", printable(e.what(), 200)));
-  }
-  // Padded with spaces so that the data starts at a multiple of 8, as the
-  // format recommends.
-  text.append((8 - text.size() % 8) % 8, ' ');
-
-  std::vector<uint8_t> bytes;
-  bytes.reserve(8 + text.size() + data.size());
-  for (int k = 0; k < 8; ++k) bytes.push_back(uint8_t(uint64_t(text.size()) >> (8 * k)));
-  bytes.insert(bytes.end(), text.begin(), text.end());
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
+  return detail::safetensors_bytes(tensors, [&](uint32_t data_crc) { return checkpoint_metadata(ckpt, data_crc); },
+                                   "checkpoint_bytes");
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt, const CheckpointCheck& check_before_rename) {
+  save_file_atomically(path, checkpoint_bytes(ckpt), check_before_rename);
+}
+
+void save_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
+                          const CheckpointCheck& check_before_rename) {
   namespace fs = std::filesystem;
-  const std::vector<uint8_t> bytes = checkpoint_bytes(ckpt);
   const fs::path target(path);
   const auto fail = [&](const std::string& what, int error) {
     return std::runtime_error(fmt::format("cannot save the checkpoint '{}': {}{}", printable(path), what,

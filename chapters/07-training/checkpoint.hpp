@@ -70,7 +70,10 @@
 #include "sa/paths.hpp"
 #include "sa/printable.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -138,6 +141,12 @@ using CheckpointCheck = std::function<void(const std::string& written)>;
 // removed and std::runtime_error says why.
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt, const CheckpointCheck& check_before_rename = {});
 
+// What save_checkpoint does with the bytes, for any file of the book that
+// must never be seen half-written (chapter 9's GPT checkpoint calls it too):
+// the temporary file, fsync, the check, the rename, the stale temporaries.
+void save_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
+                          const CheckpointCheck& check_before_rename = {});
+
 // A file a run will save when it ends, and an upper bound of its size.
 struct CheckpointTarget {
   std::string path;
@@ -201,6 +210,78 @@ bool parse_dimension(const std::string& s, int64_t& value);
 std::string token_problem(std::string_view t);
 
 std::string hex32(uint32_t x);
+
+// One tensor on its way into a file.
+struct TensorView {
+  std::string name;
+  Shape shape;
+  std::span<const float> values;
+};
+
+// The bytes of a safetensors file: the header length, the header (the
+// metadata first, then every tensor in order), the data. metadata_for gets
+// the data's CRC-32 and returns the entries to store, in order;
+// metadata_crc32 is added after them. A NaN or infinite value is refused
+// (std::invalid_argument, starting with `who`).
+std::vector<uint8_t> safetensors_bytes(
+    const std::vector<TensorView>& tensors,
+    const std::function<std::vector<std::pair<std::string, std::string>>(uint32_t data_crc)>& metadata_for,
+    std::string_view who);
+
+// ---- The reader's steps that do not depend on what the file holds: the
+// file, the header length, the JSON, the tensor entries, the ranges. Chapter
+// 9's reader calls them too; `kind` ("chapter 7") names the checkpoint in
+// the messages where that matters.
+
+// Makes the one-line refusals of one file: "checkpoint 'NAME': WHY".
+struct Refusal {
+  const std::string& name;
+  CheckpointError operator()(const std::string& why) const;
+};
+
+// A checkpoint file opened for reading, refused unless it is there, a
+// regular file and at most kMaxCheckpointFile bytes; read front to back.
+class CheckpointFile {
+ public:
+  CheckpointFile(const std::string& path, std::string_view kind);
+  uint64_t size() const { return size_; }
+  // The next n bytes (refused if the file became shorter).
+  std::vector<uint8_t> read(size_t n);
+  // The first 8 bytes, checked by checkpoint_header_length.
+  uint64_t header_length();
+
+ private:
+  const std::string& path_;
+  uint64_t size_ = 0;
+  std::ifstream in_;
+};
+
+// The header's length, from the file's first 8 bytes, checked against the
+// file's size (all of it, first 8 bytes included) before anything is read.
+uint64_t checkpoint_header_length(std::span<const uint8_t> first8, uint64_t file_size, const std::string& name);
+
+// The header as JSON: an object, '{' first, no name twice in one object,
+// nothing nested deeper than a safetensors header nests.
+nlohmann::json parse_header_json(std::string_view header, const Refusal& fail);
+
+// One tensor's entry as the header gives it.
+struct TensorEntry {
+  std::string name;
+  Shape shape;
+  uint64_t begin = 0, end = 0, values = 0;
+};
+
+// Every tensor entry of the header (all but __metadata__): F32, a shape,
+// two offsets, nothing else.
+std::vector<TensorEntry> read_tensor_entries(const nlohmann::json& root, const Refusal& fail, std::string_view kind);
+
+// The ranges ([begin, end) of tensor names[k]) cover the data contiguously,
+// without overlap, gap or bytes after the last, as the format requires.
+void check_ranges_cover_data(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                             const std::vector<std::string>& names, uint64_t data_size, const Refusal& fail);
+
+// The shape as messages print it: [3, 4].
+std::string shape_text(const Shape& s);
 
 }  // namespace detail
 

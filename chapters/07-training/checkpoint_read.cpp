@@ -24,21 +24,12 @@ using json = nlohmann::json;
 using Metadata = std::map<std::string, std::string>;
 using detail::hex32;
 
-// Makes the one-line refusals of one file.
-struct Refusal {
-  const std::string& name;
-  CheckpointError operator()(const std::string& why) const {
-    return CheckpointError(fmt::format("checkpoint '{}': {}", printable(name, 300), why));
-  }
-};
+using detail::Refusal;
+using detail::TensorEntry;
+using detail::shape_text;
 
 std::string shown(std::string_view s) { return printable(s, 80); }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
-  return out + "]";
-}
 
 // What a checkpoint's header says, checked against itself, the
 // configuration and the length of the data; the parameters are allocated
@@ -49,69 +40,6 @@ struct CheckpointLayout {
   std::vector<std::string> names;                     // for_each_tensor's order
   uint32_t crc = 0;                                   // the data's CRC-32 the header records
 };
-
-// The header's length, from the file's first 8 bytes, checked against the
-// file's size (all of it, first 8 bytes included) before anything is read.
-uint64_t checkpoint_header_length(std::span<const uint8_t> first8, uint64_t file_size, const std::string& name) {
-  const Refusal fail{name};
-  if (file_size == 0) throw fail("the file is empty");
-  if (file_size < 8 || first8.size() < 8)
-    throw fail(fmt::format("truncated: {} bytes, fewer than the 8 of a safetensors header length", file_size));
-  const std::string_view start(reinterpret_cast<const char*>(first8.data()), 8);
-  if (start == "SA07CKPT")
-    throw fail("a checkpoint in the book's former format (SA07CKPT), which this program no longer reads: run "
-               "the chapter program (`./book run 7`) again to save it as safetensors");
-  uint64_t n = 0;
-  for (int k = 0; k < 8; ++k) n |= uint64_t(first8[size_t(k)]) << (8 * k);
-  if (n > kMaxCheckpointHeader)
-    throw fail(fmt::format("not a safetensors checkpoint: its first 8 bytes ('{}') give a header length of {} bytes, "
-                           "more than the limit of {} MiB",
-                           printable(start), n, kMaxCheckpointHeader >> 20));
-  if (n > file_size - 8)
-    throw fail(fmt::format("truncated: its header length is {} bytes, but only {} bytes follow the first 8", n,
-                           file_size - 8));
-  if (n < 2) throw fail(fmt::format("not a safetensors checkpoint: its header length is {} bytes", n));
-  return n;
-}
-
-// The header as JSON: an object, '{' first, no name twice in one object,
-// nothing nested deeper than a safetensors header nests.
-json parse_header_json(std::string_view header, const Refusal& fail) {
-  // (The format requires the '{' first, no white space before it.)
-  if (header.empty() || header.front() != '{')
-    throw fail(fmt::format("not a safetensors checkpoint: its header does not begin with '{{' (it begins '{}')",
-                           shown(header.substr(0, 16))));
-  // A safetensors header is an object of objects of arrays of numbers:
-  // anything nested deeper is refused as it is read, and so is a name given
-  // twice in one object (the JSON reader would keep only the last).
-  std::string duplicate;
-  std::vector<std::set<std::string>> names;  // of each object being read, innermost last
-  json root;
-  try {
-    root = json::parse(header.begin(), header.end(), [&](int depth, json::parse_event_t event, json& parsed) {
-      using event_t = json::parse_event_t;
-      if ((event == event_t::object_start || event == event_t::array_start) && depth > 2)
-        throw fail("its header nests deeper than a safetensors header does");
-      if (event == event_t::object_start) names.emplace_back();
-      if (event == event_t::object_end && !names.empty()) names.pop_back();
-      if (event == event_t::key && !names.empty() && duplicate.empty() &&
-          !names.back().insert(parsed.get<std::string>()).second)
-        duplicate = parsed.get<std::string>();
-      return true;
-    });
-  } catch (const json::exception& e) {
-    // "[json.exception.parse_error.101] parse error at ...": without the
-    // bracket, escaped, and short (the part it quotes can be megabytes).
-    std::string_view what = e.what();
-    if (const size_t close = what.find("] "); what.rfind("[json.", 0) == 0 && close != std::string_view::npos)
-      what.remove_prefix(close + 2);
-    throw fail(fmt::format("its header is not valid JSON: {}", printable(what, 200)));
-  }
-  if (!root.is_object()) throw fail("its header is not a JSON object");
-  if (!duplicate.empty()) throw fail(fmt::format("its header gives '{}' twice in one object", shown(duplicate)));
-
-  return root;
-}
 
 // The metadata entry `key`, which must be there.
 const std::string& entry(const Metadata& meta, const std::string& key, const Refusal& fail) {
@@ -231,55 +159,6 @@ uint32_t read_data_crc(const Metadata& meta, const Refusal& fail) {
   return uint32_t(std::stoul(crc, nullptr, 16));
 }
 
-// One tensor's entry as the header gives it.
-struct TensorEntry {
-  std::string name;
-  Shape shape;
-  uint64_t begin = 0, end = 0, values = 0;
-};
-
-// Every tensor entry: F32, a shape, two offsets, nothing else.
-std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fail) {
-  std::vector<TensorEntry> entries;
-  for (const auto& [key, value] : root.items()) {
-    if (key == "__metadata__") continue;
-    TensorEntry e;
-    e.name = key;
-    const std::string who = fmt::format("tensor '{}'", shown(key));
-    if (!value.is_object()) throw fail(fmt::format("{}: its entry is not a JSON object", who));
-    for (const auto& [field, unused] : value.items())
-      if (field != "dtype" && field != "shape" && field != "data_offsets")
-        throw fail(fmt::format("{}: unknown field '{}' (a tensor has dtype, shape and data_offsets)", who,
-                               shown(field)));
-    for (const char* field : {"dtype", "shape", "data_offsets"})
-      if (!value.contains(field)) throw fail(fmt::format("{} has no {}", who, field));
-    const json& dtype = value.at("dtype");
-    if (!dtype.is_string() || dtype.get<std::string>() != "F32")
-      throw fail(fmt::format("{} has dtype {}; a chapter 7 checkpoint holds F32 only", who,
-                             dtype.is_string() ? "'" + shown(dtype.get<std::string>()) + "'" : "that is no string"));
-    const json& shape = value.at("shape");
-    if (!shape.is_array() || shape.size() > 8)
-      throw fail(fmt::format("{}: its shape is not a list of at most 8 sizes", who));
-    e.values = 1;
-    for (const json& dim : shape) {
-      if (!dim.is_number_unsigned()) throw fail(fmt::format("{}: its shape holds something other than a size", who));
-      const uint64_t d = dim.get<uint64_t>();
-      if (d > uint64_t(kMaxCheckpointDimension) * 4 || (d > 0 && e.values > (uint64_t(1) << 40) / d))
-        throw fail(fmt::format("{}: its shape holds more values than any chapter 7 model", who));
-      e.values *= d;
-      e.shape.push_back(int64_t(d));
-    }
-    const json& offsets = value.at("data_offsets");
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets.at(0).is_number_unsigned() ||
-        !offsets.at(1).is_number_unsigned())
-      throw fail(fmt::format("{}: its data_offsets are not two byte offsets [begin, end]", who));
-    e.begin = offsets.at(0).get<uint64_t>();
-    e.end = offsets.at(1).get<uint64_t>();
-    entries.push_back(std::move(e));
-  }
-  return entries;
-}
-
 // Together the entries hold the parameter count the configuration implies,
 // and the data is at least that long (a truncated copy stops here), before
 // anything of that size is allocated.
@@ -338,42 +217,21 @@ void place_tensors(const std::vector<TensorEntry>& entries, uint64_t data_size, 
 
 }
 
-// The ranges cover the data contiguously, without overlap, gap or bytes
-// after the last, as the safetensors format requires.
-void check_ranges_cover_data(const CheckpointLayout& layout, uint64_t data_size, const Refusal& fail) {
-  std::vector<size_t> order(layout.ranges.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return layout.ranges[a] < layout.ranges[b]; });
-  uint64_t at = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const auto [begin, end] = layout.ranges[order[i]];
-    if (begin < at)
-      throw fail(fmt::format("tensors '{}' and '{}' overlap in the data", layout.names[order[i - 1]],
-                             layout.names[order[i]]));
-    if (begin > at)
-      throw fail(fmt::format("{} bytes of data before tensor '{}' belong to no tensor", begin - at,
-                             layout.names[order[i]]));
-    at = end;
-  }
-  if (at != data_size)
-    throw fail(fmt::format("{} bytes after its last tensor: something was appended", data_size - at));
-}
-
 // Reads and checks the header (every check up to the data's CRC-32, see
 // checkpoint.hpp); `data_size` is the number of bytes after it.
 CheckpointLayout parse_checkpoint_header(std::string_view header, uint64_t data_size, const std::string& name) {
   const Refusal fail{name};
-  const json root = parse_header_json(header, fail);
+  const json root = detail::parse_header_json(header, fail);
   const Metadata meta = read_metadata(root, fail);
   CheckpointLayout layout;
   layout.ckpt.config = read_configuration(meta, fail);
   layout.ckpt.tokens = read_vocabulary(meta, layout.ckpt.config.vocab, fail);
   if (const auto note = meta.find("note"); note != meta.end()) layout.ckpt.note = note->second;
   layout.crc = read_data_crc(meta, fail);
-  const std::vector<TensorEntry> entries = read_tensor_entries(root, fail);
+  const std::vector<TensorEntry> entries = detail::read_tensor_entries(root, fail, "chapter 7");
   check_parameter_count(entries, layout.ckpt.config, data_size, fail);
   place_tensors(entries, data_size, layout, fail);
-  check_ranges_cover_data(layout, data_size, fail);
+  detail::check_ranges_cover_data(layout.ranges, layout.names, data_size, fail);
   return layout;
 }
 
@@ -400,15 +258,147 @@ Checkpoint read_checkpoint_data(CheckpointLayout& layout, std::span<const uint8_
 
 }  // namespace
 
-Checkpoint parse_checkpoint(std::span<const uint8_t> bytes, const std::string& name) {
-  const uint64_t n =
-      checkpoint_header_length(bytes.first(std::min<size_t>(8, bytes.size())), bytes.size(), name);
-  const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + 8, size_t(n));
-  CheckpointLayout layout = parse_checkpoint_header(header, bytes.size() - 8 - n, name);
-  return read_checkpoint_data(layout, bytes.subspan(8 + size_t(n)), name);
+namespace detail {
+
+CheckpointError Refusal::operator()(const std::string& why) const {
+  return CheckpointError(fmt::format("checkpoint '{}': {}", printable(name, 300), why));
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
+  return out + "]";
+}
+
+// The header's length, from the file's first 8 bytes, checked against the
+// file's size (all of it, first 8 bytes included) before anything is read.
+uint64_t checkpoint_header_length(std::span<const uint8_t> first8, uint64_t file_size, const std::string& name) {
+  const Refusal fail{name};
+  if (file_size == 0) throw fail("the file is empty");
+  if (file_size < 8 || first8.size() < 8)
+    throw fail(fmt::format("truncated: {} bytes, fewer than the 8 of a safetensors header length", file_size));
+  const std::string_view start(reinterpret_cast<const char*>(first8.data()), 8);
+  if (start == "SA07CKPT")
+    throw fail("a checkpoint in the book's former format (SA07CKPT), which this program no longer reads: run "
+               "the chapter program (`./book run 7`) again to save it as safetensors");
+  uint64_t n = 0;
+  for (int k = 0; k < 8; ++k) n |= uint64_t(first8[size_t(k)]) << (8 * k);
+  if (n > kMaxCheckpointHeader)
+    throw fail(fmt::format("not a safetensors checkpoint: its first 8 bytes ('{}') give a header length of {} bytes, "
+                           "more than the limit of {} MiB",
+                           printable(start), n, kMaxCheckpointHeader >> 20));
+  if (n > file_size - 8)
+    throw fail(fmt::format("truncated: its header length is {} bytes, but only {} bytes follow the first 8", n,
+                           file_size - 8));
+  if (n < 2) throw fail(fmt::format("not a safetensors checkpoint: its header length is {} bytes", n));
+  return n;
+}
+
+// The header as JSON: an object, '{' first, no name twice in one object,
+// nothing nested deeper than a safetensors header nests.
+json parse_header_json(std::string_view header, const Refusal& fail) {
+  // (The format requires the '{' first, no white space before it.)
+  if (header.empty() || header.front() != '{')
+    throw fail(fmt::format("not a safetensors checkpoint: its header does not begin with '{{' (it begins '{}')",
+                           shown(header.substr(0, 16))));
+  // A safetensors header is an object of objects of arrays of numbers:
+  // anything nested deeper is refused as it is read, and so is a name given
+  // twice in one object (the JSON reader would keep only the last).
+  std::string duplicate;
+  std::vector<std::set<std::string>> names;  // of each object being read, innermost last
+  json root;
+  try {
+    root = json::parse(header.begin(), header.end(), [&](int depth, json::parse_event_t event, json& parsed) {
+      using event_t = json::parse_event_t;
+      if ((event == event_t::object_start || event == event_t::array_start) && depth > 2)
+        throw fail("its header nests deeper than a safetensors header does");
+      if (event == event_t::object_start) names.emplace_back();
+      if (event == event_t::object_end && !names.empty()) names.pop_back();
+      if (event == event_t::key && !names.empty() && duplicate.empty() &&
+          !names.back().insert(parsed.get<std::string>()).second)
+        duplicate = parsed.get<std::string>();
+      return true;
+    });
+  } catch (const json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at ...": without the
+    // bracket, escaped, and short (the part it quotes can be megabytes).
+    std::string_view what = e.what();
+    if (const size_t close = what.find("] "); what.rfind("[json.", 0) == 0 && close != std::string_view::npos)
+      what.remove_prefix(close + 2);
+    throw fail(fmt::format("its header is not valid JSON: {}", printable(what, 200)));
+  }
+  if (!root.is_object()) throw fail("its header is not a JSON object");
+  if (!duplicate.empty()) throw fail(fmt::format("its header gives '{}' twice in one object", shown(duplicate)));
+
+  return root;
+}
+
+// Every tensor entry: F32, a shape, two offsets, nothing else.
+std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fail, std::string_view kind) {
+  std::vector<TensorEntry> entries;
+  for (const auto& [key, value] : root.items()) {
+    if (key == "__metadata__") continue;
+    TensorEntry e;
+    e.name = key;
+    const std::string who = fmt::format("tensor '{}'", shown(key));
+    if (!value.is_object()) throw fail(fmt::format("{}: its entry is not a JSON object", who));
+    for (const auto& [field, unused] : value.items())
+      if (field != "dtype" && field != "shape" && field != "data_offsets")
+        throw fail(fmt::format("{}: unknown field '{}' (a tensor has dtype, shape and data_offsets)", who,
+                               shown(field)));
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+      if (!value.contains(field)) throw fail(fmt::format("{} has no {}", who, field));
+    const json& dtype = value.at("dtype");
+    if (!dtype.is_string() || dtype.get<std::string>() != "F32")
+      throw fail(fmt::format("{} has dtype {}; a {} checkpoint holds F32 only", who,
+                             dtype.is_string() ? "'" + shown(dtype.get<std::string>()) + "'" : "that is no string",
+                             kind));
+    const json& shape = value.at("shape");
+    if (!shape.is_array() || shape.size() > 8)
+      throw fail(fmt::format("{}: its shape is not a list of at most 8 sizes", who));
+    e.values = 1;
+    for (const json& dim : shape) {
+      if (!dim.is_number_unsigned()) throw fail(fmt::format("{}: its shape holds something other than a size", who));
+      const uint64_t d = dim.get<uint64_t>();
+      if (d > uint64_t(kMaxCheckpointDimension) * 4 || (d > 0 && e.values > (uint64_t(1) << 40) / d))
+        throw fail(fmt::format("{}: its shape holds more values than any {} model", who, kind));
+      e.values *= d;
+      e.shape.push_back(int64_t(d));
+    }
+    const json& offsets = value.at("data_offsets");
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets.at(0).is_number_unsigned() ||
+        !offsets.at(1).is_number_unsigned())
+      throw fail(fmt::format("{}: its data_offsets are not two byte offsets [begin, end]", who));
+    e.begin = offsets.at(0).get<uint64_t>();
+    e.end = offsets.at(1).get<uint64_t>();
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+// The ranges cover the data contiguously, without overlap, gap or bytes
+// after the last, as the safetensors format requires.
+void check_ranges_cover_data(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                             const std::vector<std::string>& names, uint64_t data_size, const Refusal& fail) {
+  std::vector<size_t> order(ranges.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  uint64_t at = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto [begin, end] = ranges[order[i]];
+    if (begin < at)
+      throw fail(fmt::format("tensors '{}' and '{}' overlap in the data", names[order[i - 1]],
+                             names[order[i]]));
+    if (begin > at)
+      throw fail(fmt::format("{} bytes of data before tensor '{}' belong to no tensor", begin - at,
+                             names[order[i]]));
+    at = end;
+  }
+  if (at != data_size)
+    throw fail(fmt::format("{} bytes after its last tensor: something was appended", data_size - at));
+}
+
+CheckpointFile::CheckpointFile(const std::string& path, std::string_view kind) : path_(path) {
   namespace fs = std::filesystem;
   const Refusal fail{path};
   std::error_code ec;
@@ -418,25 +408,44 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!fs::exists(status)) throw fail("no such file");
   if (fs::is_directory(status)) throw fail("is a folder, not a file");
   if (!fs::is_regular_file(status)) throw fail("is not a regular file (a device, a pipe or a socket?)");
-  const uint64_t size = fs::file_size(path, ec);
+  size_ = fs::file_size(path, ec);
   if (ec) throw fail(fmt::format("cannot read its size: {}", ec.message()));
-  if (size > kMaxCheckpointFile)
-    throw fail(fmt::format("{} bytes, more than the {} GiB a chapter 7 checkpoint may have", size,
-                           kMaxCheckpointFile >> 30));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw fail(fmt::format("cannot open it: {}", std::generic_category().message(errno)));
-  const auto read = [&](size_t n) {
-    std::vector<uint8_t> bytes(n);
-    in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(n));
-    if (size_t(in.gcount()) != n) throw fail("cannot read it: it became shorter while being read");
-    return bytes;
-  };
-  const std::vector<uint8_t> first = read(size_t(std::min<uint64_t>(8, size)));
-  const uint64_t n = checkpoint_header_length(first, size, path);
-  const std::vector<uint8_t> header = read(size_t(n));
+  if (size_ > kMaxCheckpointFile)
+    throw fail(fmt::format("{} bytes, more than the {} GiB a {} checkpoint may have", size_,
+                           kMaxCheckpointFile >> 30, kind));
+  in_.open(path, std::ios::binary);
+  if (!in_) throw fail(fmt::format("cannot open it: {}", std::generic_category().message(errno)));
+}
+
+std::vector<uint8_t> CheckpointFile::read(size_t n) {
+  std::vector<uint8_t> bytes(n);
+  in_.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(n));
+  if (size_t(in_.gcount()) != n) throw Refusal{path_}("cannot read it: it became shorter while being read");
+  return bytes;
+}
+
+uint64_t CheckpointFile::header_length() {
+  const std::vector<uint8_t> first = read(size_t(std::min<uint64_t>(8, size_)));
+  return checkpoint_header_length(first, size_, path_);
+}
+
+}  // namespace detail
+
+Checkpoint parse_checkpoint(std::span<const uint8_t> bytes, const std::string& name) {
+  const uint64_t n =
+      detail::checkpoint_header_length(bytes.first(std::min<size_t>(8, bytes.size())), bytes.size(), name);
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + 8, size_t(n));
+  CheckpointLayout layout = parse_checkpoint_header(header, bytes.size() - 8 - n, name);
+  return read_checkpoint_data(layout, bytes.subspan(8 + size_t(n)), name);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  detail::CheckpointFile file(path, "chapter 7");
+  const uint64_t n = file.header_length();
+  const std::vector<uint8_t> header = file.read(size_t(n));
   CheckpointLayout layout = parse_checkpoint_header(
-      std::string_view(reinterpret_cast<const char*>(header.data()), header.size()), size - 8 - n, path);
-  const std::vector<uint8_t> data = read(size_t(size - 8 - n));
+      std::string_view(reinterpret_cast<const char*>(header.data()), header.size()), file.size() - 8 - n, path);
+  const std::vector<uint8_t> data = file.read(size_t(file.size() - 8 - n));
   return read_checkpoint_data(layout, data, path);
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -230,6 +231,15 @@ Text load_text(const std::string& dir) {
     }
   }
   return t;
+}
+
+void print_generated(const std::string& text) {
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    fmt::print("  | {}\n", text.substr(begin, end - begin));
+    begin = end + 1;
+  }
 }
 
 }  // namespace sa::ch9

@@ -70,4 +70,8 @@ Text load_text(const std::string& dir);
 // characters).
 int64_t split_point(int64_t n);
 
+// Generated text on stdout, one "  | " line per line of it (the program's
+// step 11, and ./book generate).
+void print_generated(const std::string& text);
+
 }  // namespace sa::ch9

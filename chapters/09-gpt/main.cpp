@@ -17,6 +17,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,26 @@ void run(int argc, char** argv) {
   cli.add("--eval-iters", &o.eval_iters, "batches of each validation loss", IntRange{1, 10000});
   cli.add("--gen-chars", &o.gen_chars, "characters the trained model writes in step 11", IntRange{1, 100000});
   cli.add("--prompt", &o.prompt, "the text step 11 continues (characters of the vocabulary)", "a text");
+  cli.add("--checkpoint", &o.checkpoint,
+          fmt::format("the file step 10's model is saved to, with AdamW's state and the training generator's, and "
+                      "--resume reads (with --quick: {} in the same folder)",
+                      kGptQuickCheckpointName),
+          "a file");
+  cli.add_flag("--resume", &o.resume,
+               "continue training the model of --checkpoint from its iteration to --iters (above it), with its "
+               "AdamW state and training generator; --seq-len, --d-model, --n-heads, --n-layers and --seed are "
+               "taken from it (given, they must be its own)");
   cli.parse(argc, argv);
   if (o.quick) {
     if (!cli.given("--iters")) o.iters = Options::kQuickIters;
     if (!cli.given("--eval-interval")) o.eval_interval = Options::kQuickEvalInterval;
     if (!cli.given("--eval-iters")) o.eval_iters = Options::kQuickEvalIters;
+    if (!cli.given("--checkpoint")) o.checkpoint = default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName);
   }
+  // --resume: the checkpoint read and checked against the options first (a
+  // missing, damaged or foreign file is one line, before any work).
+  std::optional<GptCheckpoint> resumed;
+  if (o.resume) resumed = resume_checkpoint(o, cli);
   o.model_config().validate();  // d_model divisible by n_heads
   cli.check_budget(run_estimate(o));
   // The default folder is made on the first run; a folder the reader names
@@ -73,11 +88,14 @@ void run(int argc, char** argv) {
     throw UsageError(fmt::format("--data-dir '{}' is not a folder (create it, or leave --data-dir out for {})",
                                  o.data_dir, shown_path(Options{}.data_dir)));
   require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
+  // The trained model must have somewhere to go: checked before training.
+  require_checkpoint_targets("--checkpoint", {{o.checkpoint, gpt_checkpoint_size_bound(o.model_config())}});
   // The text is read (or prepared) and checked before anything is printed:
   // a missing package or a damaged file is one line on stderr. So is a
   // prompt with a character the training text lacks (checked without the
   // tokenizer, an exercise that may not be written yet).
   const Text text = load_text(o.data_dir);
+  if (resumed) require_resumable(*resumed, o, text);
   const std::vector<char32_t> prompt = utf8_chars("--prompt", o.prompt);
   for (size_t i = 0; i < prompt.size(); ++i) {
     std::string bytes;
@@ -91,8 +109,10 @@ void run(int argc, char** argv) {
   chapter_title("Chapter 9: a small GPT trained on a real book");
   fmt::print("seed {}, temperature {}, top-k {}, sample-chars {}\n", cli.seed, o.temperature, o.top_k,
              o.sample_chars);
-  fmt::print("model: {} layers, {} heads, d_model {}, seq_len {}; training: {} iterations of batch {}{}\n",
-             o.n_layers, o.n_heads, o.d_model, o.seq_len, o.iters, o.batch, o.quick ? " (--quick)" : "");
+  fmt::print("model: {} layers, {} heads, d_model {}, seq_len {}; training: {} iterations of batch {}{}{}\n",
+             o.n_layers, o.n_heads, o.d_model, o.seq_len, o.iters, o.batch, o.quick ? " (--quick)" : "",
+             resumed ? fmt::format(", resumed from iteration {} ({})", o.start_iteration, shown_path(o.checkpoint))
+                     : "");
 
   step(1, "The text: the King James Bible, prepared once");
   text_demo(text);
@@ -120,15 +140,24 @@ void run(int argc, char** argv) {
   Gpt model(o.model_config(), gen);
   model.set_dropout(o.dropout, &gen);  // its masks from the same generator, as nanoGPT's global one
   model_demo(model);
+  if (resumed) resume_demo(model, gen, *resumed, o);
 
-  step(8, "The loss before training: about ln(vocab_size)");
-  initial_loss_demo(model, data, o, cli.seed);
+  if (resumed) {
+    step(8, "The loss of the model read back");
+    loaded_loss_demo(model, data, o, cli.seed, o.start_iteration);
+  } else {
+    step(8, "The loss before training: about ln(vocab_size)");
+    initial_loss_demo(model, data, o, cli.seed);
+  }
 
   step(9, "One training step: the shapes on the way");
   one_step_demo(model, data, o, cli.seed);
 
   step(10, "Training on the Bible");
-  training_run(model, vocab, data, o, cli.seed, gen, figures);
+  const OptimizerState trained =
+      training_run(model, vocab, data, o, cli.seed, gen, figures, resumed ? &*resumed : nullptr);
+  save_run_checkpoint(o, model, trained, gen, vocab, cli.seed);
+  resumed.reset();  // (its moments are in the optimizer's state now)
 
   step(11, "The trained model writes");
   generation_demo(model, vocab, o, cli.seed);
@@ -138,7 +167,7 @@ void run(int argc, char** argv) {
 
   gap();
   say("Not written yet: generation with chapter 8's key/value cache (its CachedDecoder takes chapter 7's model), "
-      "saving and resuming the trained model, dropout (the recipe trains without it), the attention of a trained "
+      "dropout (the recipe trains without it), the attention of a trained "
       "head over a verse, and `./book bench 9` against the PyTorch twin (tests/reference/ch09_gpt_twin.py "
       "--bench, for now).");
   figures.summary();

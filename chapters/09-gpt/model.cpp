@@ -402,6 +402,37 @@ double GptAdamW::step(double lr, double max_norm) {
   return norm;
 }
 
+void GptAdamW::restore(const GptParams& m, const GptParams& v, int64_t steps) {
+  if (steps < 0) throw std::invalid_argument(fmt::format("GptAdamW::restore: a step count of {}", steps));
+  const auto flat = [](const GptParams& p) {
+    std::vector<std::span<const float>> out;
+    visit_gpt_parameters(p, [&](const std::string&, const auto& t, const GptTensor&) {
+      out.emplace_back(t.data(), size_t(t.size()));
+    });
+    return out;
+  };
+  const std::vector<std::span<const float>> ms = flat(m), vs = flat(v);
+  // Every shape checked before anything is copied: a refusal leaves the
+  // optimizer as it was.
+  for (const auto* src : {&ms, &vs}) {
+    if (src->size() != m_spans_.size())
+      throw std::invalid_argument(fmt::format("GptAdamW::restore: {} moment tensors for {} parameters", src->size(),
+                                              m_spans_.size()));
+    for (size_t k = 0; k < src->size(); ++k)
+      if ((*src)[k].size() != m_spans_[k].size())
+        throw std::invalid_argument(fmt::format(
+            "GptAdamW::restore: moment tensor {} has {} values, its parameter {}", k, (*src)[k].size(),
+            m_spans_[k].size()));
+  }
+  // Element by element into the existing tensors: assigning the matrices
+  // could reallocate them under the spans.
+  for (size_t k = 0; k < ms.size(); ++k) {
+    std::copy(ms[k].begin(), ms[k].end(), m_spans_[k].begin());
+    std::copy(vs[k].begin(), vs[k].end(), v_spans_[k].begin());
+  }
+  t_ = steps;
+}
+
 GptStepStats gpt_train_step(Gpt& model, GptAdamW& opt, const Batch& b, double lr, double max_norm) {
   GptStepStats s;
   model.forward(b.x, int64_t(b.offsets.size()), /*train=*/true);

@@ -277,6 +277,15 @@ class GptAdamW {
   double step(double lr, double max_norm);
   int64_t steps() const { return t_; }
 
+  // The state a checkpoint saves (09-gpt/checkpoint.hpp): the moments of
+  // every tensor, and the step count bias correction reads.
+  const GptParams& first_moments() const { return m_; }
+  const GptParams& second_moments() const { return v_; }
+  // Continues from a saved state: copies the moments into this optimizer's
+  // own tensors, where step()'s spans point. Refused (std::invalid_argument):
+  // moments of other shapes than the parameters', a negative step count.
+  void restore(const GptParams& m, const GptParams& v, int64_t steps);
+
  private:
   AdamWConfig cfg_;
   GptParams m_, v_;

@@ -19,3 +19,21 @@ target_link_libraries(sa_09_model PUBLIC sa_common)
 foreach(track solutions exercises)
   target_sources(sa_09_${track} PRIVATE $<TARGET_OBJECTS:sa_09_shared> $<TARGET_OBJECTS:sa_09_model>)
 endforeach()
+# The GPT's checkpoint (checkpoint.cpp): bytes, not tensors, at -O1 like
+# chapter 7's checkpoint files, whose writer, atomic save and header checks
+# it calls (in chapter 7's libraries, which chapter 9's link).
+add_library(sa_09_checkpoint OBJECT ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp)
+sa_narrative(sa_09_checkpoint)
+target_include_directories(sa_09_checkpoint PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
+target_link_libraries(sa_09_checkpoint PUBLIC sa_common nlohmann_json::nlohmann_json Boost::headers)
+foreach(track solutions exercises)
+  target_sources(sa_09_${track} PRIVATE $<TARGET_OBJECTS:sa_09_checkpoint>)
+endforeach()
+
+# The generation command (./book generate): loads the checkpoint the
+# chapter program saved and writes text after a prompt. Like chapter 7's
+# analyzer it links the reference solutions, so that it works whatever the
+# state of the reader's exercises.
+add_executable(09-gpt-generate ${CMAKE_CURRENT_LIST_DIR}/generate.cpp)
+target_link_libraries(09-gpt-generate PRIVATE ${SA_09_SOLUTIONS_LIBS})
+set_target_properties(09-gpt-generate PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

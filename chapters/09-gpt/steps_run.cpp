@@ -36,8 +36,9 @@ RunEstimate run_estimate(const Options& o) {
                B = double(o.batch);
   const double params = layers * 12.0 * d * d + (V + T) * d;
   const double per_token = 6.0 * params + 12.0 * layers * T * d;
-  const double trained = double(o.iters) * B * T;
-  const double evaluations = double(o.iters / o.eval_interval) + 3.0;  // step 8, every interval, the end
+  const int64_t iters = o.iters - o.start_iteration;  // (--resume: the iterations left)
+  const double trained = double(iters) * B * T;
+  const double evaluations = double(iters / o.eval_interval) + 3.0;  // step 8, every interval, the end
   const double forwards = evaluations * double(o.eval_iters) * B * T + double(o.gen_chars) * T;
   RunEstimate e;
   e.seconds = (trained * per_token + forwards * per_token / 3.0) / kOperationsPerSecond +
@@ -56,10 +57,10 @@ namespace {
 // The progress line of the run, only on a terminal: redrawn in place.
 class RunProgress {
  public:
-  explicit RunProgress(int64_t iters) : enabled_(isatty(fileno(stdout)) != 0), iters_(iters) {}
+  RunProgress(int64_t start, int64_t iters) : enabled_(isatty(fileno(stdout)) != 0), start_(start), iters_(iters) {}
   void update(int64_t done, double loss, double step_seconds) {
     if (!enabled_ || (done % 5 != 0 && done != iters_)) return;
-    const double eta = step_seconds / double(done) * double(iters_ - done);
+    const double eta = step_seconds / double(done - start_) * double(iters_ - done);
     fmt::print("\r  [{}] iteration {:5}/{}  loss {:.4f}  ETA {:5.1f} s\033[K",
                text_bar(double(done) / double(iters_), 24), done, iters_, loss, eta);
     std::fflush(stdout);
@@ -70,7 +71,7 @@ class RunProgress {
 
  private:
   bool enabled_;
-  int64_t iters_;
+  int64_t start_, iters_;
 };
 
 }  // namespace
@@ -93,20 +94,29 @@ void training_sample(Gpt& model, const CharVocab& vocab, const Options& o, uint6
 
 }  // namespace
 
-void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, const Options& o, uint64_t seed,
-                  Generator& gen, Figures& figures) {
+OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, const Options& o,
+                            uint64_t seed, Generator& gen, Figures& figures, const GptCheckpoint* resume) {
   const LrSchedule schedule = o.schedule();
   AdamWConfig adamw;  // betas (0.9, 0.99), eps 1e-8, weight decay 0.1: nanoGPT's
   adamw.lr = o.lr;
   GptAdamW opt(model.params, model.grads, adamw);
+  const int64_t first = o.start_iteration;  // 0, or --resume's iteration
+  if (resume) {
+    restore_training_state(*resume, opt, gen);
+    say(fmt::format("Resumed at iteration {} of {}, with the checkpoint's AdamW moments (step {}) and training "
+                    "generator: the batches and updates are those an uninterrupted run would make next. The "
+                    "learning rate follows the schedule of --iters {}; the run ends where an uninterrupted run of "
+                    "{} iterations ends only if the first run planned {} too (its iters was {}).",
+                    first, o.iters, opt.steps(), o.iters, o.iters, o.iters, resume->iters));
+  }
   constexpr double kClip = 1.0;
   say(fmt::format("{} iterations, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
                   "warm-up over {} iterations to {:g}, cosine down to {:g}. Every {} iterations, the loss on the "
                   "same {} validation batches (seed + 1) and the mean loss of the training batches since the "
-                  "last line; before training and half-way, 100 characters the model writes after the prompt.",
-                  o.iters, o.batch, o.seq_len, kClip, adamw.weight_decay, schedule.warmup_iters, schedule.lr,
+                  "last line; at the first line and half-way, 100 characters the model writes after the prompt.",
+                  o.iters - first, o.batch, o.seq_len, kClip, adamw.weight_decay, schedule.warmup_iters, schedule.lr,
                   schedule.min_lr, o.eval_interval, o.eval_iters));
   if (o.dropout > 0)
     say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
@@ -115,14 +125,14 @@ void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, con
                     o.dropout));
   // (The learning rate of each iteration is step 4's schedule: not repeated here.)
   fmt::print("  {:>9}  {:>10}  {:>8}  {:>8}\n", "iteration", "train loss", "val loss", "time");
-  RunProgress progress(o.iters);
+  RunProgress progress(first, o.iters);
   Batch b;
   std::vector<double> eval_it, val_losses, train_it, train_losses;
   double train_sum = 0, step_seconds = 0, eval_seconds = 0;
   int64_t train_n = 0;
   const auto start = Clock::now();
-  for (int64_t it = 0;; ++it) {
-    if (it % o.eval_interval == 0 || it == o.iters) {
+  for (int64_t it = first;; ++it) {
+    if (it % o.eval_interval == 0 || it == first || it == o.iters) {
       const auto t0 = Clock::now();
       Generator eval_gen(seed + 1);
       const double val = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
@@ -131,7 +141,7 @@ void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, con
       const std::string train = train_n ? fmt::format("{:.4f}", train_sum / double(train_n)) : "-";
       fmt::print("  {:>9}  {:>10}  {:>8.4f}  {:>6.1f} s\n", it, train, val, seconds_since(start));
       // What the model writes before training and half-way (step 11 shows the end).
-      if (it == 0 || it == o.iters / 2 / o.eval_interval * o.eval_interval) training_sample(model, vocab, o, seed, it);
+      if (it == first || it == o.iters / 2 / o.eval_interval * o.eval_interval) training_sample(model, vocab, o, seed, it);
       std::fflush(stdout);
       eval_it.push_back(double(it));
       val_losses.push_back(val);
@@ -153,17 +163,21 @@ void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, con
     ++train_n;
     progress.update(it + 1, s.loss, step_seconds);
   }
-  const double tokens = double(o.iters * o.batch * o.seq_len);
+  const int64_t done = o.iters - first;
+  const double tokens = double(done * o.batch * o.seq_len);
   fmt::print("  {} iterations: {:.1f} s of training steps, {:.1f} ms a step ({:.0f} characters a second); "
              "{:.1f} s of validation\n",
-             o.iters, step_seconds, 1e3 * step_seconds / double(o.iters), tokens / step_seconds, eval_seconds);
-  fmt::print("  validation loss {:.4f} before training, {:.4f} after (ln({}) = {:.4f})\n", val_losses.front(),
-             val_losses.back(), kVocabSize, std::log(double(kVocabSize)));
+             done, step_seconds, 1e3 * step_seconds / double(done), tokens / step_seconds, eval_seconds);
+  fmt::print("  validation loss {:.4f} {}, {:.4f} after (ln({}) = {:.4f})\n", val_losses.front(),
+             first ? fmt::format("at iteration {}", first) : "before training", val_losses.back(), kVocabSize,
+             std::log(double(kVocabSize)));
 
   figures.draw("loss_curves.png", [&](const std::string& path) {
     plot::LinePlot p;
-    p.title = fmt::format("Training the GPT on the Bible: {} iterations of batch {} x {}", o.iters, o.batch,
-                          o.seq_len);
+    p.title = first ? fmt::format("Training the GPT on the Bible: iterations {} to {} of batch {} x {} (resumed)",
+                                  first, o.iters, o.batch, o.seq_len)
+                    : fmt::format("Training the GPT on the Bible: {} iterations of batch {} x {}", o.iters, o.batch,
+                                  o.seq_len);
     p.xlabel = "iteration";
     p.ylabel = "loss (nats per character)";
     p.series = {{"training batches (mean since the last point)", train_it, train_losses},
@@ -171,6 +185,7 @@ void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, con
     p.hlines = {{std::log(double(kVocabSize)), "ln(vocab_size): uniform"}};
     return plot::lines(path, p);
   });
+  return {opt.first_moments(), opt.second_moments(), opt.steps()};
 }
 
 void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed) {
@@ -214,15 +229,6 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
                     "row and the whole context sum in other orders), enough there to move a draw across a "
                     "boundary between two characters.",
                     a - tokens[0].begin() - std::ptrdiff_t(prompt.size())));
-}
-
-void print_generated(const std::string& text) {
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find('\n', begin), text.size());
-    fmt::print("  | {}\n", text.substr(begin, end - begin));
-    begin = end + 1;
-  }
 }
 
 }  // namespace sa::ch9

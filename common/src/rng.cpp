@@ -28,10 +28,15 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <locale>
+#include <sstream>
 #include <numeric>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace sa {
 
@@ -238,6 +243,67 @@ void Generator::manual_seed(uint64_t seed) {
   // std::mt19937 and at::mt19937 both do.
   engine_.seed(static_cast<uint32_t>(seed & 0xffffffffU));
   next_double_normal_.reset();  // a cached Box-Muller sample would leak across seeds
+}
+
+std::string Generator::state() const {
+  std::ostringstream out;
+  out << "seed " << seed_ << " normal ";
+  if (next_double_normal_) {
+    // %a: the double's bits in hexadecimal, read back exactly by strtod.
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", *next_double_normal_);
+    out << buf;
+  } else {
+    out << "none";
+  }
+  out << " mt " << engine_;  // the standard's text form: 624 words and the position
+  return out.str();
+}
+
+void Generator::set_state(const std::string& state) {
+  const auto refuse = [&](const std::string& why) {
+    return std::invalid_argument(fmt::format("Generator::set_state: {} (expected \"seed N normal none|HEXFLOAT mt "
+                                             "WORDS...\" as state() writes it; got {} characters starting \"{}\")",
+                                             why, state.size(), state.substr(0, 40)));
+  };
+  std::istringstream in(state);
+  in.imbue(std::locale::classic());
+  std::string word, normal;
+  uint64_t seed = 0;
+  if (!(in >> word) || word != "seed" || !(in >> seed)) throw refuse("no seed");
+  if (!(in >> word) || word != "normal" || !(in >> normal)) throw refuse("no cached normal");
+  std::optional<double> cached;
+  if (normal != "none") {
+    char* end = nullptr;
+    const double x = std::strtod(normal.c_str(), &end);
+    if (end != normal.c_str() + normal.size() || !std::isfinite(x))
+      throw refuse(fmt::format("the cached normal '{}' is not a finite number", normal.substr(0, 40)));
+    cached = x;
+  }
+  if (!(in >> word) || word != "mt") throw refuse("no Mersenne Twister state");
+  // Checked word by word before the engine reads them: its operator>> takes
+  // any unsigned long (uint_fast32_t is 64 bits here) and any position, and
+  // a word above 32 bits would change every later draw.
+  std::vector<std::string> words;
+  while (in >> word) words.push_back(word);
+  constexpr size_t kWords = std::mt19937::state_size;
+  if (words.size() != kWords + 1)
+    throw refuse(fmt::format("the Mersenne Twister state has {} numbers, not {} words and a position", words.size(),
+                             kWords + 1));
+  for (size_t k = 0; k < words.size(); ++k) {
+    const uint64_t limit = k < kWords ? 0xffffffffULL : kWords;
+    if (words[k].empty() || words[k].size() > 10 || words[k].find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(words[k]) > limit)
+      throw refuse(fmt::format("Mersenne Twister {} {} is '{}', not a number from 0 to {}",
+                               k < kWords ? "word" : "position", k, words[k].substr(0, 20), limit));
+  }
+  std::mt19937 engine;
+  std::istringstream mt(state.substr(state.find(" mt ") + 4));
+  mt.imbue(std::locale::classic());
+  if (!(mt >> engine)) throw refuse("the Mersenne Twister state could not be read");
+  seed_ = seed;
+  engine_ = engine;
+  next_double_normal_ = cached;
 }
 
 uint32_t Generator::next_mt() { return static_cast<uint32_t>(engine_()); }

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -382,4 +383,64 @@ TEST_CASE("rng: uniform_double is the low 53 bits of one random64, times 2^-53",
     CHECK(u >= 0.0);
     CHECK(u < 1.0);
   }
+}
+
+// ---- The state as text: what a checkpoint stores to resume a run ---------------
+
+TEST_CASE("rng: a generator restored from state() continues the same stream, the cached normal included",
+          "[rng]") {
+  Generator g(2024);
+  g.randint(0, 1000, 7);
+  // One normal_double() call makes two samples and keeps the second: a
+  // single float from normal_ leaves it cached. The restored generator must
+  // return that cached sample next, not draw a fresh pair.
+  normal(g, 1);
+  const std::string saved = g.state();
+  REQUIRE(saved.find("normal none") == std::string::npos);  // the cache is in the text
+  Generator h(7);  // another seed and another position: everything must come from the text
+  h.set_state(saved);
+  CHECK(h.initial_seed() == 2024);
+  CHECK(h.state() == saved);
+  // 3 normals from the cache and fresh pairs, then raw and uniform draws.
+  const std::vector<float> a = normal(g, 3), b = normal(h, 3);
+  for (size_t k = 0; k < a.size(); ++k) CHECK(std::bit_cast<uint32_t>(a[k]) == std::bit_cast<uint32_t>(b[k]));
+  CHECK(g.randint(0, 1 << 30, 50) == h.randint(0, 1 << 30, 50));
+  CHECK(g.uniform_double() == h.uniform_double());
+
+  // Without a cached sample the text says so, and the streams still agree.
+  Generator fresh(5);
+  fresh.random();
+  Generator copy(9);
+  copy.set_state(fresh.state());
+  CHECK(fresh.state().find("normal none") != std::string::npos);
+  CHECK(normal(fresh, 20) == normal(copy, 20));
+}
+
+TEST_CASE("rng: set_state refuses a string that is not a generator state, and keeps its own", "[rng]") {
+  Generator g(1);
+  const std::string good = Generator(3).state();
+  const std::string before = g.state();
+  const auto refused = [&](const std::string& s, const std::string& words) {
+    INFO("state: " << s.substr(0, 60));
+    try {
+      g.set_state(s);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains(words));
+    }
+    CHECK(g.state() == before);
+  };
+  refused("", "no seed");
+  refused("seed x", "no seed");
+  refused("seed 3 normal", "no cached normal");
+  refused("seed 3 normal nan mt 1", "not a finite number");
+  refused("seed 3 normal 0x1p+0x mt 1", "not a finite number");
+  refused("seed 3 normal none", "no Mersenne Twister state");
+  refused("seed 3 normal none mt 1 2 3", "has 3 numbers, not 625");
+  refused(good + " 17", "has 626 numbers");
+  std::string big = good;
+  big.replace(big.find(" mt ") + 4, big.find(' ', big.find(" mt ") + 4) - big.find(" mt ") - 4, "4294967296");
+  refused(big, "word 0 is '4294967296'");
+  std::string position = good.substr(0, good.rfind(' ')) + " 625";
+  refused(position, "position 624 is '625'");
 }

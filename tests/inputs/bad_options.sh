@@ -77,6 +77,19 @@ refuse 09-gpt "has 19 bytes, expected 4137850: it is damaged (delete it" --data-
 head -c 4137850 /dev/zero >"$ch9_data/kjv.txt"
 refuse 09-gpt "has SHA-256 5035318e0639e49c..., expected b5c4940bcfeee072...: it is damaged" --data-dir "$ch9_data" --no-plots
 rm -rf "$ch9_data"
+# Chapter 9's checkpoint: a name a folder takes, an empty name; --resume from
+# a file that is missing or no checkpoint at all. Said before any work.
+ch9_ckpt=$(mktemp -d)
+mkdir "$ch9_ckpt/taken.safetensors"
+refuse 09-gpt "--checkpoint: '$ch9_ckpt/taken.safetensors' is a folder, so the checkpoint cannot be saved" \
+  --checkpoint "$ch9_ckpt/taken.safetensors" --no-plots
+refuse 09-gpt "--checkpoint is empty: give a file" --checkpoint ""
+refuse 09-gpt "--resume: no checkpoint at $ch9_ckpt/none.safetensors: train first with" \
+  --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
+printf 'not a checkpoint' >"$ch9_ckpt/text.safetensors"
+refuse 09-gpt "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkpoint" \
+  --resume --checkpoint "$ch9_ckpt/text.safetensors" --no-plots
+rm -rf "$ch9_ckpt"
 # A checkpoint's name taken by a folder or a pipe: said before training.
 taken=$(mktemp -d)
 mkdir "$taken/reversal.safetensors"

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace sa {
@@ -30,6 +31,18 @@ class Generator {
   // normal sample.
   void manual_seed(uint64_t seed);
   uint64_t initial_seed() const { return seed_; }
+
+  // The whole state as text, for a checkpoint to store and a resumed run to
+  // restore: the seed, the cached normal sample (Box-Muller makes two and
+  // returns one: the other is part of the stream) and the Mersenne Twister's
+  // 624 words and position in std::mt19937's standard text form:
+  //   "seed 42 normal none mt 1608637542 3421126067 ..."
+  //   "seed 42 normal 0x1.3c8d2a8b7ep-1 mt ..."     (the cache, exactly: %a)
+  // set_state(state()) continues the same stream, draw for draw. A string
+  // that is not such a state is refused with std::invalid_argument, and the
+  // generator is left as it was.
+  std::string state() const;
+  void set_state(const std::string& state);
 
   // Raw draws of the underlying mt19937.
   uint32_t random();

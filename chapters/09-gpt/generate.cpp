@@ -1,0 +1,122 @@
+// Chapter 9's generation command, `./book generate`: load the GPT the
+// chapter program trained and saved, and write text after a prompt:
+//
+//   09-gpt-generate --prompt "And Jesus said" --tokens 300 --temperature 0.8 --top-k 20 --seed 7
+//
+// It generates with chapter 8's key/value cache (GptDecoder), then the
+// first characters again without it (each a whole forward over its
+// context), and prints both speeds. Anything wrong (no checkpoint, a
+// damaged one or another model's, an empty prompt, a character the model
+// never saw, a temperature of 0 or less, a top-k of 0 or above the
+// vocabulary) is one line and exit status 2, before any work.
+#include "09-gpt/checkpoint.hpp"
+#include "09-gpt/model.hpp"
+#include "09-gpt/steps.hpp"
+
+#include "sa/cli.hpp"
+#include "sa/paths.hpp"
+#include "sa/print.hpp"
+#include "sa/printable.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using namespace sa::ch9;
+
+namespace {
+
+// The speed without the cache is measured on this many characters at most:
+// each costs a whole forward, about 14 times a cached one, and the
+// comparison needs no more.
+constexpr int64_t kCompared = 256;
+
+void run(int argc, char** argv) {
+  std::string checkpoint = default_checkpoint_dir() + "/" + std::string(kGptCheckpointName), prompt = "And God said";
+  int64_t tokens = 300, top_k = 0;
+  double temperature = 0.8;
+  Cli cli("09-gpt",
+          "Chapter 9's trained GPT writes: text after --prompt, from the checkpoint `./book run 9` saved, with "
+          "chapter 8's key/value cache; then the first characters again without it, and both speeds.",
+          "09-gpt-generate");
+  cli.without_figures();
+  cli.without_budget();  // at most 100000 characters of a small model: seconds
+  cli.add("--checkpoint", &checkpoint, "the trained model (a .safetensors file `./book run 9` saved)", "a file");
+  cli.add("--prompt", &prompt, "the text to continue (characters of the model's vocabulary)", "a text");
+  cli.add("--tokens", &tokens, "characters to generate after the prompt", IntRange{1, 100000});
+  cli.add("--temperature", &temperature, "divides the logits: below 1 sharpens, above 1 flattens",
+          RealRange{0, 100, true, false});
+  cli.add("--top-k", &top_k, "keep only the k likeliest characters (default: every character of the vocabulary)",
+          IntRange{1, 1000000});
+  cli.parse(argc, argv);
+
+  // Everything is checked before any work: the file, then the prompt and
+  // top-k against the vocabulary it holds.
+  if (!std::filesystem::exists(checkpoint)) {
+    if (cli.given("--checkpoint"))
+      throw UsageError(fmt::format("--checkpoint {}: no such file", shown_path(checkpoint)));
+    // A --quick run saves under its own name: say so when there is one.
+    const std::string quick = default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName);
+    throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (about 3 minutes){}",
+                                 shown_path(checkpoint),
+                                 std::filesystem::exists(quick)
+                                     ? fmt::format(", or use the --quick run's: --checkpoint {}", shown_path(quick))
+                                     : std::string()));
+  }
+  GptCheckpoint ckpt = load_gpt_checkpoint(checkpoint);
+  const CharVocab vocab{utf8_chars("the checkpoint's vocabulary", ckpt.vocabulary)};
+  const int64_t vocab_size = vocab.size();
+  if (cli.given("--top-k") && top_k > vocab_size)
+    throw UsageError(fmt::format("--top-k {} is above the model's vocabulary of {} characters", top_k, vocab_size));
+  if (!cli.given("--top-k")) top_k = vocab_size;
+  const std::vector<char32_t> chars = utf8_chars("--prompt", prompt);
+  for (size_t i = 0; i < chars.size(); ++i)
+    if (std::find(vocab.chars.begin(), vocab.chars.end(), chars[i]) == vocab.chars.end())
+      throw UsageError(fmt::format("--prompt: character {} at position {} is not in the model's vocabulary of {} "
+                                   "characters",
+                                   char_name(chars[i]), i, vocab_size));
+
+  Generator unused(0);
+  Gpt model(ckpt.config, unused);
+  model.params = std::move(ckpt.params);
+  const std::vector<int64_t> ids = encode(vocab, prompt);
+  fmt::print("{}: {} layers, {} heads, d_model {}, seq_len {}, {} characters, trained {} iterations\n",
+             shown_path(checkpoint), ckpt.config.n_layers, ckpt.config.n_heads, ckpt.config.d_model,
+             ckpt.config.seq_len, vocab_size, ckpt.iteration);
+  fmt::print("{} characters after \"{}\", temperature {}, top-k {}, seed {}\n\n", tokens, prompt, temperature, top_k,
+             cli.seed);
+
+  GenerationOptions g;
+  g.new_tokens = tokens;
+  g.temperature = temperature;
+  g.top_k = top_k;
+  Generator gen(cli.seed);
+  auto t0 = Clock::now();
+  const std::vector<int64_t> text = generate(model, ids, g, gen);
+  const double cached = seconds_since(t0);
+  print_generated(decode(vocab, text));
+
+  // The same draws without the cache, on the first characters only.
+  g.new_tokens = std::min(tokens, kCompared);
+  g.use_cache = false;
+  Generator again(cli.seed);
+  t0 = Clock::now();
+  const std::vector<int64_t> plain = generate(model, ids, g, again);
+  const double uncached = seconds_since(t0);
+  const double with = double(tokens) / cached, without = double(g.new_tokens) / uncached;
+  fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {:.3f} s)\n", with, tokens, cached);
+  fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {:.3f} s): the cache is {:.1f}x faster\n",
+             without, g.new_tokens, uncached, with / without);
+  if (!std::equal(plain.begin(), plain.end(), text.begin()))
+    fmt::print("(the two runs part where float32 rounding, summed in another order, moved a draw)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("09-gpt-generate", [&] { run(argc, argv); });
+}

@@ -1,0 +1,164 @@
+// Chapter 9: the trained model saved after step 10, and --resume, which
+// continues a run from that file (the format: checkpoint.hpp).
+#include "09-gpt/steps.hpp"
+
+#include "sa/print.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+namespace sa::ch9 {
+
+namespace {
+
+// The model's options, the checkpoint's field each must equal.
+struct ModelOption {
+  const char* flag;
+  const char* name;
+  int64_t Options::*option;
+  int64_t GptConfig::*field;
+};
+constexpr ModelOption kModelOptions[] = {{"--seq-len", "seq_len", &Options::seq_len, &GptConfig::seq_len},
+                                         {"--d-model", "d_model", &Options::d_model, &GptConfig::d_model},
+                                         {"--n-heads", "n_heads", &Options::n_heads, &GptConfig::n_heads},
+                                         {"--n-layers", "n_layers", &Options::n_layers, &GptConfig::n_layers}};
+
+// The characters of the training text in id order (sorted, once each), as
+// build_vocab makes them, but without the tokenizer: it is an exercise, and
+// the check runs before anything is printed.
+std::string text_vocabulary(const Text& text) {
+  const std::vector<char32_t> chars = utf8_chars("train.txt", text.train);
+  const std::set<char32_t> sorted(chars.begin(), chars.end());
+  std::string out;
+  for (char32_t ch : sorted) append_utf8(out, ch);
+  return out;
+}
+
+std::vector<uint32_t> bits_of(const GptParams& p) {
+  std::vector<uint32_t> out;
+  visit_gpt_parameters(p, [&](const std::string&, const auto& t, const GptTensor&) {
+    for (int64_t i = 0; i < t.size(); ++i) out.push_back(std::bit_cast<uint32_t>(t.data()[i]));
+  });
+  return out;
+}
+
+}  // namespace
+
+GptCheckpoint resume_checkpoint(Options& o, Cli& cli) {
+  std::error_code ec;
+  if (!std::filesystem::exists(o.checkpoint, ec))
+    throw UsageError(
+        cli.given("--checkpoint")
+            ? fmt::format("--resume: no checkpoint at {}: train first with `./book run 9 --checkpoint {}` (it saves "
+                          "the trained model there)",
+                          shown_path(o.checkpoint), shown_path(o.checkpoint))
+            : fmt::format("--resume: no checkpoint at {}: train first with `./book run 9` (it saves the trained model "
+                          "there), or name one with --checkpoint PATH",
+                          shown_path(o.checkpoint)));
+  GptCheckpoint ckpt = load_gpt_checkpoint(o.checkpoint);
+  const std::string name = o.checkpoint;
+  const auto fail = [&](const std::string& why) {
+    return CheckpointError(fmt::format("checkpoint '{}': {}", printable(shown_path(name), 300), why));
+  };
+  if (!ckpt.has_optimizer)
+    throw fail("it holds the model only, without AdamW's state and the training generator's: a run cannot "
+               "resume from it");
+  // The model's size: from the checkpoint unless given, and then the same.
+  for (const ModelOption& m : kModelOptions) {
+    const int64_t saved = ckpt.config.*m.field;
+    if (cli.given(m.flag) && o.*m.option != saved)
+      throw fail(fmt::format("a model of {} {}, but {} {} was given: leave {} out to resume it", m.name, saved,
+                             m.flag, o.*m.option, m.flag));
+    o.*m.option = saved;
+  }
+  // The seed chooses the validation batches (seed + 1): a resumed run keeps
+  // the first run's, so that its losses continue the same curve.
+  if (cli.given("--seed") && cli.seed != ckpt.seed)
+    throw fail(fmt::format("trained with --seed {}, but --seed {} was given: its validation batches come from the "
+                           "seed; leave --seed out to resume it",
+                           ckpt.seed, cli.seed));
+  cli.seed = ckpt.seed;
+  if (ckpt.iteration >= o.iters)
+    throw fail(ckpt.iteration == o.iters
+                   ? fmt::format("already trained {} of {} iterations; give --iters above {} to train it further",
+                                 ckpt.iteration, o.iters, ckpt.iteration)
+                   : fmt::format("already trained {} iterations, more than --iters {}; give --iters above {} to train "
+                                 "it further",
+                                 ckpt.iteration, o.iters, ckpt.iteration));
+  // The text's SHA-256 is known before the text is read: load_text refuses
+  // any other.
+  require_same_model(ckpt, {o.model_config(), ckpt.vocabulary, kTextSha256}, shown_path(name));
+  o.start_iteration = ckpt.iteration;
+  return ckpt;
+}
+
+void require_resumable(const GptCheckpoint& ckpt, const Options& o, const Text& text) {
+  require_same_model(ckpt, {o.model_config(), text_vocabulary(text), kTextSha256}, shown_path(o.checkpoint));
+}
+
+void resume_demo(Gpt& model, Generator& gen, const GptCheckpoint& ckpt, const Options& o) {
+  model.params = ckpt.params;
+  gen.set_state(ckpt.generator);
+  fmt::print("  --resume: the weights above are replaced by those of {}: {} of {} iterations done (seed {}), with "
+             "AdamW's moments (step {}) and the state of the generator that drew the training batches\n",
+             shown_path(o.checkpoint), ckpt.iteration, ckpt.iters, ckpt.seed, ckpt.adamw_step);
+  if (!ckpt.note.empty()) fmt::print("  its note: {}\n", printable(ckpt.note, 200));
+}
+
+void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed, int64_t iteration) {
+  Generator eval_gen(seed + 1);  // the batches of every validation loss (step 10)
+  const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
+  const double uniform = std::log(double(model.config().vocab_size));
+  say(fmt::format("The model read back has trained {} iterations already. Its loss on the {} validation batches "
+                  "of {} x {} characters that step 10 measures on:",
+                  iteration, o.eval_iters, o.batch, model.config().seq_len));
+  fmt::print("  validation loss {:.4f} nats per character; ln({}) = {:.4f}, where training started\n", loss,
+             model.config().vocab_size, uniform);
+}
+
+void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerState& opt, const Generator& gen,
+                         const CharVocab& vocab, uint64_t seed) {
+  GptCheckpoint ckpt;
+  ckpt.config = model.config();
+  ckpt.vocabulary = vocabulary_text(vocab);
+  ckpt.text_sha256 = kTextSha256;
+  ckpt.iteration = o.iters;
+  ckpt.iters = o.iters;
+  ckpt.seed = seed;
+  ckpt.note = fmt::format("chapter 9's GPT on the King James Bible: {} iterations of batch {}{}", o.iters, o.batch,
+                          o.start_iteration ? fmt::format(", resumed at iteration {}", o.start_iteration) : "");
+  ckpt.params = model.params;
+  ckpt.has_optimizer = true;
+  ckpt.adam_m = opt.m;
+  ckpt.adam_v = opt.v;
+  ckpt.adamw_step = opt.steps;
+  ckpt.generator = gen.state();
+  // The file this run wrote is read back and compared before it takes the
+  // name (chapter 7's check_before_rename): a checkpoint that would not
+  // resume this run exactly is never left behind.
+  uintmax_t bytes = 0;
+  save_gpt_checkpoint(o.checkpoint, ckpt, [&](const std::string& written) {
+    const GptCheckpoint back = load_gpt_checkpoint(written);
+    if (bits_of(back.params) != bits_of(ckpt.params) || bits_of(back.adam_m) != bits_of(ckpt.adam_m) ||
+        bits_of(back.adam_v) != bits_of(ckpt.adam_v) || back.generator != ckpt.generator)
+      throw std::runtime_error("the checkpoint read back is not the state saved; it was not saved");
+    std::error_code ec;
+    bytes = std::filesystem::file_size(written, ec);
+  });
+  const int64_t n = parameter_count(model.params);
+  fmt::print("  saved  {}  ({}: {} parameters and AdamW's two moments of each, float32; the training generator's "
+             "state; read back bit for bit)\n",
+             shown_path(o.checkpoint), bytes_str(double(bytes)), n);
+  fmt::print("  continue it with{} --resume --iters N (N above {}), write with it (./book generate{}), or read it from "
+             "Python (README, \"The checkpoint\")\n",
+             o.quick ? " --quick" : "", o.iters,
+             o.checkpoint == Options{}.checkpoint ? "" : " --checkpoint " + shown_path(o.checkpoint));
+}
+
+}  // namespace sa::ch9
