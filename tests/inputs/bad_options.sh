@@ -89,6 +89,22 @@ refuse 09-gpt "--resume: no checkpoint at $ch9_ckpt/none.safetensors: train firs
 printf 'not a checkpoint' >"$ch9_ckpt/text.safetensors"
 refuse 09-gpt "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkpoint" \
   --resume --checkpoint "$ch9_ckpt/text.safetensors" --no-plots
+# ./book generate (09-gpt-generate): from a tiny model trained one iteration
+# here (a few seconds), every refusal the issue of bad input names.
+"$bin/09-gpt" --quick --iters 1 --eval-iters 1 --d-model 8 --n-heads 2 --n-layers 1 --gen-chars 1 --no-plots \
+  --checkpoint "$ch9_ckpt/tiny.safetensors" >/dev/null 2>&1 || echo "FAIL: the tiny chapter 9 model was not saved"
+tiny=(--checkpoint "$ch9_ckpt/tiny.safetensors")
+refuse 09-gpt-generate "--prompt is empty: give a text" "${tiny[@]}" --prompt ""
+refuse 09-gpt-generate "--prompt: character 'é' (U+00E9) at position 3 is not in the model's vocabulary of 63" \
+  "${tiny[@]}" --prompt "café"
+refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '0'" "${tiny[@]}" --temperature 0
+refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '-1'" "${tiny[@]}" --temperature -1
+refuse 09-gpt-generate "--top-k must be an integer in [1, 1000000], got '0'" "${tiny[@]}" --top-k 0
+refuse 09-gpt-generate "--top-k 64 is above the model's vocabulary of 63 characters" "${tiny[@]}" --top-k 64
+refuse 09-gpt-generate "--tokens must be an integer in [1, 100000], got '0'" "${tiny[@]}" --tokens 0
+refuse 09-gpt-generate "--checkpoint $ch9_ckpt/none.safetensors: no such file" --checkpoint "$ch9_ckpt/none.safetensors"
+refuse 09-gpt-generate "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkpoint" \
+  --checkpoint "$ch9_ckpt/text.safetensors"
 rm -rf "$ch9_ckpt"
 # A checkpoint's name taken by a folder or a pipe: said before training.
 taken=$(mktemp -d)
