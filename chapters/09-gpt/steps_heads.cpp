@@ -28,19 +28,29 @@ struct HeadWeights {
   double on_previous = 0;   // mean weight on the character just before (queries 1 to n-1)
   double on_itself = 0;     // mean weight on the query's own position
   double distance = 0;      // mean number of characters back the weight sits, Σ_j w_ij (i - j)
+  double on_word_start = 0; // mean weight on the last space before the query: where its word began
 };
 
-// The three means of `h.W`, which holds the weights.
-void measure(HeadWeights& h) {
+// The four means of `h.W`, which holds the weights over `text`. The word
+// start's is over the queries that have a space before them (not the
+// first word's).
+void measure(HeadWeights& h, const std::string& text) {
   const int64_t n = h.W.rows();
+  int64_t after_space = 0, last_space = -1;
   for (int64_t i = 1; i < n; ++i) {
     h.on_previous += h.W(i, i - 1) / double(n - 1);
     h.on_itself += h.W(i, i) / double(n - 1);
     for (int64_t j = 0; j <= i; ++j) h.distance += h.W(i, j) * double(i - j) / double(n - 1);
+    if (text[size_t(i - 1)] == ' ') last_space = i - 1;
+    if (last_space >= 0) {
+      h.on_word_start += h.W(i, last_space);
+      ++after_space;
+    }
   }
+  if (after_space) h.on_word_start /= double(after_space);
 }
 
-HeadWeights head_weights(const Gpt& model, int64_t layer, int64_t head) {
+HeadWeights head_weights(const Gpt& model, const std::string& text, int64_t layer, int64_t head) {
   const GptConfig& c = model.config();
   const GptWorkspace& w = model.workspace();
   const int64_t n = w.seq, d = c.d_model, d_k = c.d_k();
@@ -52,7 +62,7 @@ HeadWeights head_weights(const Gpt& model, int64_t layer, int64_t head) {
   const float scale = 1.0f / std::sqrt(float(d_k));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j <= i; ++j) h.W(i, j) = std::exp((Q.row(i).dot(K.row(j))) * scale - lse(i));
-  measure(h);
+  measure(h, text);
   return h;
 }
 
@@ -66,52 +76,65 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   model.forward(encode(vocab, verse), 1);
   say(fmt::format("The trained model reads \"{}\" (Genesis 1:1{}). Chapter 8's tiled attention kept only each "
                   "query's log-sum-exp; every weight comes back as exp(score - lse). For each head: the mean "
-                  "weight a character puts on the one just before it, on itself, and how many characters back "
-                  "its weight sits on average (over the {} characters after the first).",
+                  "weight a character puts on the one just before it, on itself, on the space its word began with "
+                  "(the last space before it), and how many characters back its weight sits on average (over the "
+                  "{} characters after the first).",
                   verse, verse.size() < kVerse.size() ? ", its first characters: the model knows fewer positions" : "",
                   verse.size() - 1));
-  fmt::print("  {:>5}  {:>4}  {:>13}  {:>9}  {:>14}\n", "layer", "head", "on previous", "on itself",
-             "distance back");
+  fmt::print("  {:>5}  {:>4}  {:>13}  {:>9}  {:>10}  {:>14}\n", "layer", "head", "on previous", "on itself",
+             "word start", "distance back");
   // The yardstick: a head that weighs every key it sees alike, 1 / (i + 1).
   HeadWeights even{-1, -1, Matrix::Zero(int64_t(verse.size()), int64_t(verse.size()))};
   for (int64_t i = 0; i < even.W.rows(); ++i) even.W.row(i).head(i + 1).setConstant(1.0f / float(i + 1));
-  measure(even);
-  fmt::print("  {:>11}  {:>13.3f}  {:>9.3f}  {:>14.2f}\n", "even", even.on_previous, even.on_itself, even.distance);
+  measure(even, verse);
+  fmt::print("  {:>11}  {:>13.3f}  {:>9.3f}  {:>10.3f}  {:>14.2f}\n", "even", even.on_previous, even.on_itself,
+             even.on_word_start, even.distance);
   std::vector<HeadWeights> heads;
   for (int64_t l = 0; l < c.n_layers; ++l)
     for (int64_t h = 0; h < c.n_heads; ++h) {
-      heads.push_back(head_weights(model, l, h));
+      heads.push_back(head_weights(model, verse, l, h));
       const HeadWeights& s = heads.back();
-      fmt::print("  {:>5}  {:>4}  {:>13.3f}  {:>9.3f}  {:>14.2f}\n", l, h, s.on_previous, s.on_itself, s.distance);
+      fmt::print("  {:>5}  {:>4}  {:>13.3f}  {:>9.3f}  {:>10.3f}  {:>14.2f}\n", l, h, s.on_previous, s.on_itself,
+                 s.on_word_start, s.distance);
     }
   // The two heads drawn: the one that reads the previous character most,
-  // and, among the others, the one whose weight sits furthest back.
+  // and, among the others, the one that reads the start of the word most.
   const auto previous = std::max_element(heads.begin(), heads.end(), [](const auto& a, const auto& b) {
     return a.on_previous < b.on_previous;
   });
-  const HeadWeights* far = nullptr;
+  const HeadWeights* word_start = nullptr;
   for (const HeadWeights& h : heads)
-    if (&h != &*previous && (!far || h.distance > far->distance)) far = &h;
+    if (&h != &*previous && (!word_start || h.on_word_start > word_start->on_word_start)) word_start = &h;
+  double nearest = heads.front().distance, farthest = nearest;
+  for (const HeadWeights& h : heads) {
+    nearest = std::min(nearest, h.distance);
+    farthest = std::max(farthest, h.distance);
+  }
   std::string text = fmt::format(
       "The row \"even\" is a head that weighs every character it sees alike. Layer {} head {} puts {:.0f}% of its "
-      "weight on the previous character on average, against {:.0f}% for even weights{}.",
+      "weight on the previous character on average, against {:.0f}% for even weights{}. The heads' weight sits "
+      "{:.1f} to {:.1f} characters back on average, against {:.1f} for even weights.",
       previous->layer, previous->head, 100 * previous->on_previous, 100 * even.on_previous,
-      far ? fmt::format("; layer {} head {} reads furthest back, {:.1f} characters on average against {:.1f}",
-                        far->layer, far->head, far->distance, even.distance)
-          : "");
+      word_start ? fmt::format("; layer {} head {} puts {:.0f}% on the space its word began with, against {:.0f}%",
+                           word_start->layer, word_start->head, 100 * word_start->on_word_start, 100 * even.on_word_start)
+             : "",
+      nearest, farthest, even.distance);
   // What the numbers show depends on how long the model trained.
   if (previous->on_previous < 1.5 * even.on_previous)
     text += " No head stands out yet: after this much training they still spread their weight almost evenly.";
+  else if (farthest < even.distance)
+    text += " Every head reads nearer than even weights would: of the context, the last few characters say the "
+            "most about the next one.";
   say(text);
   std::vector<std::string> labels;
   for (char ch : verse) labels.push_back(label(ch));
   figures.draw("trained_heads.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
-    for (const HeadWeights* h : std::vector<const HeadWeights*>{&*previous, far}) {
+    for (const HeadWeights* h : std::vector<const HeadWeights*>{&*previous, word_start}) {
       if (!h) continue;
       plot::Heatmap p = plot::weights_heatmap(
-          fmt::format("layer {} head {}: {:.0f}% on the previous character, {:.1f} back on average", h->layer,
-                      h->head, 100 * h->on_previous, h->distance),
+          fmt::format("layer {} head {}: {:.0f}% on the previous character, {:.0f}% on the word's start", h->layer,
+                      h->head, 100 * h->on_previous, 100 * h->on_word_start),
           h->W, labels);
       p.cblabel = "weight";
       p.annotate = false;
