@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -56,6 +57,33 @@ inline std::string machine_description() {
 
 inline double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Wall-clock time and this thread's CPU time, in seconds. On a busy machine
+// the two part: the wall clock also counts the turns other programs took on
+// this core, the thread's CPU time does not.
+struct Times {
+  double wall = 0, cpu = 0;
+};
+
+inline Times times_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return {seconds_now(), double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec)};
+}
+inline Times operator-(Times a, Times b) { return {a.wall - b.wall, a.cpu - b.cpu}; }
+
+// The median of the wall times and the median of the CPU times (each on its
+// own: they need not come from the same run).
+inline Times median(const std::vector<Times>& v) {
+  std::vector<double> w, c;
+  for (const Times& t : v) {
+    w.push_back(t.wall);
+    c.push_back(t.cpu);
+  }
+  std::sort(w.begin(), w.end());
+  std::sort(c.begin(), c.end());
+  return {w[w.size() / 2], c[c.size() / 2]};
 }
 
 // The median wall time of f() in milliseconds, over at least `min_runs`
