@@ -199,10 +199,11 @@ GenerationTimes time_generation(Gpt& model, const TextIds& ids, const BenchOptio
   return r;
 }
 
-// 3. The twin's median step (its line "pytorch_step_ms <ms>"), or why it
-//    could not be timed.
+// 3. The twin's median step (its lines "pytorch_step_ms <ms>" and
+//    "pytorch_step_cpu_ms <ms>", its thread's CPU time), or why it could not
+//    be timed.
 struct TwinStep {
-  double ms = 0;
+  double ms = 0, cpu_ms = 0;  // cpu_ms: 0 if it did not say
   measure::PeerBlas blas;
   std::vector<std::string> said;  // its other lines, shown as they are
 };
@@ -210,10 +211,11 @@ struct TwinStep {
 std::optional<TwinStep> time_twin(int64_t steps, std::string& failure) {
   const measure::PeerOutput out =
       measure::run_pytorch_peer(fmt::format("tests/reference/ch09_gpt_twin.py --bench {}", steps));
-  TwinStep twin{0, out.blas, {}};
+  TwinStep twin{0, 0, out.blas, {}};
   bool timed = false;
   for (const std::string& line : out.lines) {
     if (std::sscanf(line.c_str(), "pytorch_step_ms %lf", &twin.ms) == 1) timed = true;
+    else if (std::sscanf(line.c_str(), "pytorch_step_cpu_ms %lf", &twin.cpu_ms) == 1) continue;
     else twin.said.push_back(line);
   }
   if (!timed || !out.succeeded()) {
@@ -223,10 +225,104 @@ std::optional<TwinStep> time_twin(int64_t steps, std::string& failure) {
   return twin;
 }
 
+// How this program's time compares with PyTorch's, in words that say
+// which way: "this program 1.4x faster", "this program 1.2x slower", or
+// within 5% "about as fast (1.03x)".
+std::string ratio_words(double ours_ms, double torch_ms) {
+  const double r = torch_ms / ours_ms;  // above 1: this program is faster
+  if (r > 0.95 && r < 1.05) return fmt::format("about as fast as PyTorch ({:.2f}x)", r);
+  if (r >= 1.0) return fmt::format("this program {:.1f}x faster", r);
+  return fmt::format("this program {:.1f}x slower", 1.0 / r);
+}
+
 std::string share_of_peak(double gflops, double peak) {
   // Faster than the peak means the peak's own timing was disturbed.
   if (gflops > peak) return "n/a (faster than the peak measured: that measurement was disturbed)";
   return fmt::format("{:.0f}% of this core's float GEMM peak", 100.0 * gflops / peak);
+}
+
+// What the run measured, for the printing below.
+struct Results {
+  Times step;                       // the median training step
+  double peak_before = 0, peak_after = 0;  // the GEMM peak around the steps and generation (GFLOP/s, wall)
+  double peak() const { return std::max(peak_before, peak_after); }
+};
+
+void print_step(const Times& step, const StepCount& count, const GptConfig& cfg, const BenchOptions& o,
+                double peak) {
+  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {:.2f} ms "
+             "wall, {:.2f} ms CPU, over {} steps after {} warm-up\n",
+             o.model.batch, cfg.seq_len, 1e3 * step.wall, 1e3 * step.cpu, o.steps, o.warmup);
+  fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} tokens "
+             "({:.4g}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
+             "d_model ({:.4g})\n",
+             count.total() / 1e9, cfg.n_layers * 12 * cfg.d_model * cfg.d_model + cfg.vocab_size * cfg.d_model,
+             o.model.batch * cfg.seq_len, count.linear / 1e9, count.attention / 1e9);
+  const double gflops = count.total() / (1e9 * step.wall);
+  fmt::print("  {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s (Eigen, 1024^3, measured in this run)\n", gflops,
+             share_of_peak(gflops, peak), peak);
+}
+
+void print_generation(const GenerationTimes& g, const BenchOptions& o) {
+  const double with = double(o.gen_chars) / g.cached.wall, without = double(o.gen_chars) / g.uncached.wall;
+  fmt::print("  generation, {} characters after \"{}\" (median of {} runs each way):\n", o.gen_chars, kPrompt,
+             kGenerationRuns);
+  fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
+             g.cached.wall, g.cached.cpu);
+  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): the cache is "
+             "{:.1f}x faster\n",
+             without, g.uncached.wall, g.uncached.cpu, with / without);
+  if (!g.same)
+    fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
+}
+
+// The twin's step against this program's: by the wall clock, as the other
+// benchmarks compare, and by CPU time, which leaves out the turns other
+// programs took (the two wall clocks count them at different moments). No
+// ratio against the reference BLAS: nobody runs PyTorch on it.
+void print_twin(const BenchOptions& o, const Times& step, const StepCount& count) {
+  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}):\n", o.torch_steps);
+  std::string failure;
+  const auto twin = time_twin(o.torch_steps, failure);
+  if (!twin) {
+    fmt::print("  the twin could not be timed: {}\n", failure);
+    return;
+  }
+  for (const std::string& line : twin->said) fmt::print("    {}\n", line);
+  const double ours = 1e3 * step.wall, ours_cpu = 1e3 * step.cpu;
+  fmt::print("  PyTorch's products ran on {}, one thread\n", twin->blas.description());
+  if (!twin->blas.optimised) {
+    fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
+               "BLAS is many times slower than the one a PyTorch user has. Point LD_LIBRARY_PATH at OpenBLAS "
+               "(or apt-get install libopenblas0-pthread) and run again.\n",
+               twin->ms, ours);
+    return;
+  }
+  fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms (wall): "
+             "{}\n",
+             twin->ms, count.total() / (1e6 * twin->ms), ours, ratio_words(ours, twin->ms));
+  if (twin->cpu_ms > 0)
+    fmt::print("  by CPU time: PyTorch {:.2f} ms, this program {:.2f} ms: {}\n", twin->cpu_ms, ours_cpu,
+               ratio_words(ours_cpu, twin->cpu_ms));
+}
+
+// When the figures above are not to be trusted. A step's wall time well
+// over its CPU time means other programs had this core for part of it; two
+// peaks far apart mean one of them was interrupted.
+void print_warnings(const Results& r, const StepCount& count, Generator& peak_gen) {
+  const Times& step = r.step;
+  if (step.wall > 1.1 * step.cpu) {
+    const double cpu_peak = measure::gemm_peak_cpu_gflops(peak_gen), cpu_gflops = count.total() / (1e9 * step.cpu);
+    fmt::print("  unreliable: a step's wall time was {:.0f}% over its CPU time: other programs took turns on this "
+               "core. By its CPU time a step runs at {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s measured by CPU time too; "
+               "the wall-clock figures are slower than this program is, and a ratio to PyTorch by the wall clock "
+               "is only as good as the load was steady\n",
+               100.0 * (step.wall / step.cpu - 1.0), cpu_gflops, share_of_peak(cpu_gflops, cpu_peak), cpu_peak);
+  }
+  if (std::abs(r.peak_before - r.peak_after) > 0.1 * r.peak())
+    fmt::print("  unreliable: the GEMM peak came out {:.1f} GFLOP/s before the steps and {:.1f} after: the share "
+               "above is against the higher\n",
+               r.peak_before, r.peak_after);
 }
 
 void run(int argc, char** argv) {
@@ -238,90 +334,28 @@ void run(int argc, char** argv) {
   const BenchOptions o = parse(cli, argc, argv);
   const TextIds ids = load_ids(o);  // a missing package or damaged text: one line, before any output
   const GptConfig cfg = o.model.model_config();
+  const StepCount count = step_count(cfg, o.model.batch);
 
   fmt::print("Chapter 9 benchmark: GPT of {} layers, {} heads, d_model {}, seq_len {}, batch {}, seed {}\n",
              cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.seq_len, o.model.batch, cli.seed);
   fmt::print("  measured on: {}, one thread\n", measure::machine_description());
 
-  // The peak before and after the rest: on a busy machine one of them comes
-  // out low, and the higher is the nearer to what the core can do.
+  // The peak before and after the steps and generation: on a busy machine
+  // one of them comes out low, and the higher is the nearer to what the
+  // core can do.
+  Results r;
   Generator peak_gen(cli.seed);
-  const double peak_before = measure::gemm_peak_gflops(peak_gen);
-
+  r.peak_before = measure::gemm_peak_gflops(peak_gen);
   Generator gen(cli.seed);  // the weights, then the batches: the twin's order
   Gpt model(cfg, gen);
-  const Times step = time_training_step(model, ids, o, gen);
-  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {:.2f} ms "
-             "wall, {:.2f} ms CPU, over {} steps after {} warm-up\n",
-             o.model.batch, cfg.seq_len, 1e3 * step.wall, 1e3 * step.cpu, o.steps, o.warmup);
+  r.step = time_training_step(model, ids, o, gen);
+  const GenerationTimes generation = time_generation(model, ids, o, cli.seed);
+  r.peak_after = measure::gemm_peak_gflops(peak_gen);
 
-  const GenerationTimes gen_times = time_generation(model, ids, o, cli.seed);
-  const double peak_after = measure::gemm_peak_gflops(peak_gen);
-  const double peak = std::max(peak_before, peak_after);
-
-  const StepCount count = step_count(cfg, o.model.batch);
-  const double gflops = count.total() / (1e9 * step.wall);
-  fmt::print("  counted: {:.3f} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} tokens "
-             "({:.3f}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
-             "d_model ({:.3f})\n",
-             count.total() / 1e9, cfg.n_layers * 12 * cfg.d_model * cfg.d_model + cfg.vocab_size * cfg.d_model,
-             o.model.batch * cfg.seq_len, count.linear / 1e9, count.attention / 1e9);
-  fmt::print("  {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s (Eigen, 1024^3, measured in this run)\n", gflops,
-             share_of_peak(gflops, peak), peak);
-
-  const double with = double(o.gen_chars) / gen_times.cached.wall,
-               without = double(o.gen_chars) / gen_times.uncached.wall;
-  fmt::print("  generation, {} characters after \"{}\" (median of {} runs each way):\n", o.gen_chars, kPrompt,
-             kGenerationRuns);
-  fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
-             gen_times.cached.wall, gen_times.cached.cpu);
-  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): the cache is "
-             "{:.1f}x faster\n",
-             without, gen_times.uncached.wall, gen_times.uncached.cpu, with / without);
-  if (!gen_times.same)
-    fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
-
-  if (o.pytorch) {
-    fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}):\n", o.torch_steps);
-    std::string failure;
-    const auto twin = time_twin(o.torch_steps, failure);
-    if (!twin) {
-      fmt::print("  the twin could not be timed: {}\n", failure);
-    } else {
-      for (const std::string& line : twin->said) fmt::print("    {}\n", line);
-      const double ours = 1e3 * step.wall;
-      fmt::print("  PyTorch's products ran on {}, one thread\n", twin->blas.description());
-      if (!twin->blas.optimised)
-        fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
-                   "BLAS is many times slower than the one a PyTorch user has. Point LD_LIBRARY_PATH at OpenBLAS "
-                   "(or apt-get install libopenblas0-pthread) and run again.\n",
-                   twin->ms, ours);
-      else if (ours <= twin->ms)
-        fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms "
-                   "(wall): this program {:.1f}x faster\n",
-                   twin->ms, count.total() / (1e6 * twin->ms), ours, twin->ms / ours);
-      else
-        fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms "
-                   "(wall): this program {:.1f}x slower (PyTorch {:.1f}x faster)\n",
-                   twin->ms, count.total() / (1e6 * twin->ms), ours, ours / twin->ms, ours / twin->ms);
-    }
-  }
-
-  // When the figures above are not to be trusted. A step's wall time well
-  // over its CPU time means other programs had this core for part of it; two
-  // peaks far apart mean one of them was interrupted.
-  std::vector<std::string> warnings;
-  if (step.wall > 1.1 * step.cpu)
-    warnings.push_back(fmt::format("a step's wall time was {:.0f}% over its CPU time: other programs took turns on "
-                                   "this core. By its CPU time a step runs at {:.1f} GFLOP/s; the wall-clock "
-                                   "figures are slower than this program is, and a ratio to PyTorch (timed by the "
-                                   "wall clock at another moment) is only as good as the load was steady",
-                                   100.0 * (step.wall / step.cpu - 1.0), count.total() / (1e9 * step.cpu)));
-  if (std::abs(peak_before - peak_after) > 0.1 * peak)
-    warnings.push_back(fmt::format("the GEMM peak came out {:.1f} GFLOP/s before the steps and {:.1f} after: the "
-                                   "share above is against the higher",
-                                   peak_before, peak_after));
-  for (const std::string& w : warnings) fmt::print("  unreliable: {}\n", w);
+  print_step(r.step, count, cfg, o, r.peak());
+  print_generation(generation, o);
+  if (o.pytorch) print_twin(o, r.step, count);
+  print_warnings(r, count, peak_gen);
 }
 
 }  // namespace
