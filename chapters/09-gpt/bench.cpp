@@ -79,14 +79,19 @@ StepCount step_count(const GptConfig& c, int64_t batch) {
 
 // The whole run against the budget, before any work, at the chapter
 // program's rates (steps_run.cpp: 3e10 operations a second, 1.5 us a token
-// for what is not a product): the timed and warm-up steps, generation both
-// ways (without the cache each character is a forward over its whole
-// context, a third of a step's work on one sequence), two peak
-// measurements, and the twin (about the C++ step, plus Python's start).
+// for what is not a product), plus a cost per head: each head of each
+// sequence is a call of chapter 8's tiled attention, forward and backward,
+// with its copies and allocations, about 30 us here beside the products (64
+// heads of width 1 took 140 ms a step, four times the rates' estimate).
+// Then: the timed and warm-up steps, generation both ways (without the
+// cache each character is a forward over its whole context, a third of a
+// step's work on one sequence), the peak measurements, and the twin (about
+// the C++ step, plus Python's start).
 RunEstimate estimate(const BenchOptions& o) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
-  const double step = step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6;
+  const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
+  const double step = step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6 + head_calls * 30e-6;
   const double forward_one_sequence = step / double(o.model.batch) / 3.0;
   RunEstimate e;
   e.seconds = double(o.steps + o.warmup) * step + 2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence +
