@@ -248,8 +248,10 @@ std::string share_of_peak(double gflops, double peak) {
 
 // What the run measured, for the printing below.
 struct Results {
-  Times step;                       // the median training step
-  double peak_before = 0, peak_after = 0;  // the GEMM peak around the steps and generation (GFLOP/s, wall)
+  Times step;  // the median training step
+  // The GEMM peak (GFLOP/s, by the wall clock) before the steps and after
+  // the generation.
+  double peak_before = 0, peak_after = 0;
   double peak() const { return std::max(peak_before, peak_after); }
 };
 
