@@ -52,6 +52,9 @@ void run(int argc, char** argv) {
   cli.add("--n-heads", &o.n_heads, "attention heads (d_model must be divisible by it)", IntRange{1, 4096});
   cli.add("--n-layers", &o.n_layers, "transformer blocks", IntRange{1, 64});
   cli.add("--lr", &o.lr, "the peak learning rate (min_lr is a tenth of it)", RealRange{0, 1, true, false});
+  cli.add("--dropout", &o.dropout,
+          "dropout probability in training, on the embedding and on each residual branch (chapter 6's dropout)",
+          RealRange{0, 1, false, true});
   cli.add("--eval-interval", &o.eval_interval, "iterations between validation losses", IntRange{1, 1000000});
   cli.add("--eval-iters", &o.eval_iters, "batches of each validation loss", IntRange{1, 10000});
   cli.add("--gen-chars", &o.gen_chars, "characters the trained model writes in step 11", IntRange{1, 100000});
@@ -115,6 +118,7 @@ void run(int argc, char** argv) {
   TokenData data{encode(vocab, text.train), encode(vocab, text.val)};
   step(7, "The GPT: chapter 7's blocks, chapter 8's attention, one tied embedding");
   Gpt model(o.model_config(), gen);
+  model.set_dropout(o.dropout, &gen);  // its masks from the same generator, as nanoGPT's global one
   model_demo(model);
 
   step(8, "The loss before training: about ln(vocab_size)");
@@ -124,10 +128,13 @@ void run(int argc, char** argv) {
   one_step_demo(model, data, o, cli.seed);
 
   step(10, "Training on the Bible");
-  training_run(model, data, o, cli.seed, gen, figures);
+  training_run(model, vocab, data, o, cli.seed, gen, figures);
 
   step(11, "The trained model writes");
   generation_demo(model, vocab, o, cli.seed);
+
+  step(12, "What two trained heads read in a verse");
+  heads_demo(model, vocab, figures);
 
   gap();
   say("Not written yet: generation with chapter 8's key/value cache (its CachedDecoder takes chapter 7's model), "

@@ -135,7 +135,25 @@ void copy_head(const Matrix& qkv, int64_t b, int64_t h, int64_t seq, int64_t d_k
 
 }  // namespace
 
-const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch) {
+void Gpt::set_dropout(double p, Generator* gen) {
+  if (!(p >= 0 && p < 1)) throw std::invalid_argument(fmt::format("Gpt::set_dropout: p = {} outside [0, 1)", p));
+  if (p > 0 && !gen) throw std::invalid_argument("Gpt::set_dropout: dropout needs a generator for its masks");
+  dropout_ = p;
+  dropout_gen_ = gen;
+}
+
+namespace {
+
+// Chapter 6's dropout of `x` in place, its mask kept for the backward.
+void drop(Matrix& x, double p, Generator& gen, Mask& keep) {
+  DropoutResult r = dropout(x, p, gen);
+  x = std::move(r.output);
+  keep = std::move(r.keep);
+}
+
+}  // namespace
+
+const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch, bool train) {
   if (batch < 1 || ids.empty() || int64_t(ids.size()) % batch != 0)
     throw std::invalid_argument(fmt::format("Gpt::forward: {} ids do not make {} sequences", ids.size(), batch));
   const int64_t seq = int64_t(ids.size()) / batch, n_heads = cfg_.n_heads, d_k = cfg_.d_k();
@@ -145,7 +163,9 @@ const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch) {
   w_.resize(cfg_, batch, seq);
   w_.ids.assign(ids.begin(), ids.end());
   w_.targets.clear();
+  dropped_ = train && dropout_ > 0;
   embedding_forward(w_.ids, seq, params.tok, params.pos, w_.x0);
+  if (dropped_) drop(w_.x0, dropout_, *dropout_gen_, w_.keep_x0);
   const Matrix* x = &w_.x0;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     const BlockParams& block = params.blocks[size_t(l)];
@@ -162,12 +182,14 @@ const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch) {
         c.att.block(b * seq, h * d_k, seq, d_k) = head.output;
       }
     linear_forward(c.att, block.W_o, c.x_mid);
+    if (dropped_) drop(c.x_mid, dropout_, *dropout_gen_, c.keep_att);
     c.x_mid += *x;
     // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
     layernorm_forward(c.x_mid, block.ln2, c.m, c.ln2);
     linear_forward(c.m, block.fc1, c.h);
     gelu_forward(c.h, c.g, c.Phi);
     linear_forward(c.g, block.fc2, c.x_out);
+    if (dropped_) drop(c.x_out, dropout_, *dropout_gen_, c.keep_ffn);
     c.x_out += c.x_mid;
     x = &c.x_out;
   }
@@ -200,15 +222,20 @@ void Gpt::backward() {
     BlockParams& g = grads.blocks[size_t(l)];
     GptBlockCache& c = w_.blocks[size_t(l)];
     // x_out = x_mid + FFN(x_mid): the identity passes d_x through, the
-    // feed-forward branch adds its part.
-    linear_backward(c.g, block.fc2, w_.d_x, w_.d_g, g.fc2);
+    // feed-forward branch adds its part (through its dropout first, when
+    // the forward dropped).
+    // (d_y, free once the final LayerNorm is through, holds the branch's
+    // gradient.)
+    const Matrix& d_ffn = dropped_ ? (w_.d_y = dropout_backward(w_.d_x, c.keep_ffn, dropout_)) : w_.d_x;
+    linear_backward(c.g, block.fc2, d_ffn, w_.d_g, g.fc2);
     gelu_backward(c.h, c.Phi, w_.d_g, w_.d_h);
     linear_backward(c.m, block.fc1, w_.d_h, w_.d_m, g.fc1);
     layernorm_backward(w_.d_m, c.ln2, block.ln2, w_.d_ln, g.ln2);
     w_.d_x += w_.d_ln;  // now the gradient of x_mid
     // x_mid = x + W_o · attention(...): the same again, through chapter
     // 8's backward, which rebuilds each head's weights from its lse.
-    linear_backward(c.att, block.W_o, w_.d_x, w_.d_att, g.W_o);
+    const Matrix& d_branch = dropped_ ? (w_.d_y = dropout_backward(w_.d_x, c.keep_att, dropout_)) : w_.d_x;
+    linear_backward(c.att, block.W_o, d_branch, w_.d_att, g.W_o);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < n_heads; ++h) {
         copy_head(c.qkv, b, h, seq, d_k, w_.Q, w_.K, w_.V);
@@ -226,6 +253,7 @@ void Gpt::backward() {
   // tok is used twice, so its gradient is the sum of both uses: the
   // embedding's rows (which embedding_backward writes, zeroing first) and
   // the output layer's.
+  if (dropped_) w_.d_x = dropout_backward(w_.d_x, w_.keep_x0, dropout_);
   embedding_backward(w_.ids, seq, w_.d_x, grads.tok, grads.pos);
   grads.tok.noalias() += w_.d_logits.transpose() * w_.y;
 }
@@ -376,7 +404,7 @@ double GptAdamW::step(double lr, double max_norm) {
 
 GptStepStats gpt_train_step(Gpt& model, GptAdamW& opt, const Batch& b, double lr, double max_norm) {
   GptStepStats s;
-  model.forward(b.x, int64_t(b.offsets.size()));
+  model.forward(b.x, int64_t(b.offsets.size()), /*train=*/true);
   s.loss = model.loss(b.y);
   model.backward();
   s.grad_norm = opt.step(lr, max_norm);

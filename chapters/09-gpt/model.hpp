@@ -23,6 +23,7 @@
 
 #include "07-training/model.hpp"
 #include "07-training/training.hpp"
+#include "06-dropout/dropout.hpp"
 #include "08-efficient-attention/efficient.hpp"
 #include "09-gpt/gpt.hpp"
 
@@ -138,6 +139,7 @@ struct GptBlockCache {
   LayerNormCache ln2;
   Matrix m, h, g, Phi;  // LayerNorm2(x_mid); m W1 + b1; GELU(h); Φ(h)
   Matrix x_out;         // x_mid + g W2 + b2
+  Mask keep_att, keep_ffn;  // dropout's masks on the two branches (training with dropout only)
 };
 
 // Every buffer of one (batch, seq) forward and backward, allocated when the
@@ -147,6 +149,7 @@ struct GptWorkspace {
   std::vector<int64_t> ids, targets;
   Matrix x0;
   std::vector<GptBlockCache> blocks;
+  Mask keep_x0;  // dropout's mask on the embedding (training with dropout only)
   LayerNormCache ln_f;
   Matrix y, logits, probs, d_logits;
   Matrix d_x, d_y, d_ln, d_m, d_att, d_qkv, d_h, d_g;
@@ -161,10 +164,21 @@ class Gpt {
 
   const GptConfig& config() const { return cfg_; }
 
+  // Dropout (chapter 6's dropout and dropout_backward, nanoGPT's `dropout`)
+  // with probability p, its masks drawn from gen, in training forwards
+  // only: on the embedding x0, and on the output of each residual branch
+  // (attention after W_o, feed-forward after fc2) before it is added to the
+  // stream, where nanoGPT drops. nanoGPT also drops attention weights; the
+  // tiled attention never holds them as a matrix (dropping them would go
+  // inside the kernel, as FlashAttention does), so this model does not.
+  // p = 0 (the recipe's value) draws nothing.
+  void set_dropout(double p, Generator* gen);
+  double dropout() const { return dropout_; }
+
   // Logits (batch * seq, vocab_size) of every position of `batch` sequences
   // of ids.size() / batch tokens each (at most seq_len). Keeps every cache
-  // for backward().
-  const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch);
+  // for backward(). `train`: with dropout (when set), as a training step.
+  const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch, bool train = false);
   // After forward(): the mean cross-entropy against one target per position.
   float loss(const std::vector<int64_t>& targets);
   // After loss(): the gradient of that loss into `grads`, the forward's
@@ -178,6 +192,9 @@ class Gpt {
  private:
   GptConfig cfg_;
   GptWorkspace w_;
+  double dropout_ = 0;
+  Generator* dropout_gen_ = nullptr;
+  bool dropped_ = false;  // the last forward applied dropout
 };
 
 // ---------------------------------------------------------------------------

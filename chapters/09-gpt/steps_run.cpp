@@ -75,8 +75,26 @@ class RunProgress {
 
 }  // namespace
 
-void training_run(Gpt& model, const TokenData& data, const Options& o, uint64_t seed, Generator& gen,
-                  Figures& figures) {
+namespace {
+
+// A short sample during training: 100 characters after the prompt, with
+// step 11's sampling and a generator of its own (the training batches'
+// generator is not touched, so the run is the same with or without it).
+void training_sample(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed, int64_t it) {
+  GenerationOptions g;
+  g.new_tokens = 100;
+  g.temperature = o.temperature;
+  g.top_k = o.top_k;
+  Generator gen(seed);
+  std::string text = decode(vocab, generate(model, encode(vocab, o.prompt), g, gen));
+  std::replace(text.begin(), text.end(), '\n', '/');
+  fmt::print("  {:>9}  sample (newline shown as /): \"{}\"\n", it, text);
+}
+
+}  // namespace
+
+void training_run(Gpt& model, const CharVocab& vocab, const TokenData& data, const Options& o, uint64_t seed,
+                  Generator& gen, Figures& figures) {
   const LrSchedule schedule = o.schedule();
   AdamWConfig adamw;  // betas (0.9, 0.99), eps 1e-8, weight decay 0.1: nanoGPT's
   adamw.lr = o.lr;
@@ -87,9 +105,14 @@ void training_run(Gpt& model, const TokenData& data, const Options& o, uint64_t 
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
                   "warm-up over {} iterations to {:g}, cosine down to {:g}. Every {} iterations, the loss on the "
                   "same {} validation batches (seed + 1) and the mean loss of the training batches since the "
-                  "last line.",
+                  "last line; before training and half-way, 100 characters the model writes after the prompt.",
                   o.iters, o.batch, o.seq_len, kClip, adamw.weight_decay, schedule.warmup_iters, schedule.lr,
                   schedule.min_lr, o.eval_interval, o.eval_iters));
+  if (o.dropout > 0)
+    say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
+                    "branch's entries (chapter 6's dropout, its masks from the batches' generator); the validation "
+                    "loss and the samples run without it.",
+                    o.dropout));
   // (The learning rate of each iteration is step 4's schedule: not repeated here.)
   fmt::print("  {:>9}  {:>10}  {:>8}  {:>8}\n", "iteration", "train loss", "val loss", "time");
   RunProgress progress(o.iters);
@@ -107,6 +130,8 @@ void training_run(Gpt& model, const TokenData& data, const Options& o, uint64_t 
       progress.clear();
       const std::string train = train_n ? fmt::format("{:.4f}", train_sum / double(train_n)) : "-";
       fmt::print("  {:>9}  {:>10}  {:>8.4f}  {:>6.1f} s\n", it, train, val, seconds_since(start));
+      // What the model writes before training and half-way (step 11 shows the end).
+      if (it == 0 || it == o.iters / 2 / o.eval_interval * o.eval_interval) training_sample(model, vocab, o, seed, it);
       std::fflush(stdout);
       eval_it.push_back(double(it));
       val_losses.push_back(val);

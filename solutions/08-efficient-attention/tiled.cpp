@@ -33,7 +33,7 @@ void check_inputs(const char* function, const Matrix& Q, const Matrix& K, const 
   if (causal && Q.rows() != K.rows())
     throw std::invalid_argument(fmt::format("{}: causal attention needs as many queries as keys, got Q {} and K {}",
                                             function, shape_str(Q), shape_str(K)));
-  if (!Q.allFinite() || !K.allFinite() || !V.allFinite())
+  if (!all_finite(Q) || !all_finite(K) || !all_finite(V))
     throw std::invalid_argument(fmt::format("{}: Q, K and V must be finite (found inf or nan)", function));
 }
 
@@ -107,7 +107,7 @@ TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V
       }
     }
   }
-  if (!result.output.allFinite())
+  if (!all_finite(result.output))
     throw std::invalid_argument("tiled_attention: the scores overflow float (inputs too large)");
   return result;
 }

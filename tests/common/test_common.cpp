@@ -45,6 +45,29 @@ TEST_CASE("Tensor4 views share storage: splitting heads never copies", "[common]
   CHECK_THROWS_AS(Tensor4(1, -1, 2, 2), std::invalid_argument);
 }
 
+TEST_CASE("all_finite: false for any inf or NaN, wherever it is; true for huge finite values", "[common][tensor]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Matrix m = Matrix::Constant(5, 37, std::numeric_limits<float>::max());  // x * 0 is 0 even for the largest float
+  m(0, 0) = -std::numeric_limits<float>::max();
+  m(1, 1) = std::numeric_limits<float>::denorm_min();
+  CHECK(all_finite(m));
+  CHECK(all_finite(Matrix(0, 3)));
+  // Every position: the vectorised body and the scalar tail of the sum.
+  for (int64_t i = 0; i < m.size(); ++i)
+    for (const float bad : {inf, -inf, nan}) {
+      Matrix b = m;
+      b.data()[i] = bad;
+      INFO("entry " << i << " = " << bad);
+      CHECK_FALSE(all_finite(b));
+      CHECK(all_finite(b) == b.allFinite());
+    }
+  // A block sees only its own entries.
+  Matrix b = Matrix::Zero(4, 4);
+  b(3, 3) = nan;
+  CHECK(all_finite(b.topLeftCorner(3, 3)));
+  CHECK_FALSE(all_finite(b.bottomRows(1)));
+}
+
 TEST_CASE("format_matrix: fixed precision, aligned, summarised like torch", "[common][print]") {
   Matrix m(2, 2);
   m << 1.0f, -0.5f, 0.25f, 2.0f;
