@@ -287,13 +287,13 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
 // benchmarks compare, and by CPU time, which leaves out the turns other
 // programs took (the two wall clocks count them at different moments). No
 // ratio against the reference BLAS: nobody runs PyTorch on it.
-void print_twin(const BenchOptions& o, const Times& step, const StepCount& count) {
+std::optional<TwinStep> print_twin(const BenchOptions& o, const Times& step, const StepCount& count) {
   fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}):\n", o.torch_steps);
   std::string failure;
   const auto twin = time_twin(o.torch_steps, failure);
   if (!twin) {
     fmt::print("  the twin could not be timed: {}\n", failure);
-    return;
+    return twin;
   }
   for (const std::string& line : twin->said) fmt::print("    {}\n", line);
   const double ours = 1e3 * step.wall, ours_cpu = 1e3 * step.cpu;
@@ -303,7 +303,7 @@ void print_twin(const BenchOptions& o, const Times& step, const StepCount& count
                "BLAS is many times slower than the one a PyTorch user has. Point LD_LIBRARY_PATH at OpenBLAS "
                "(or apt-get install libopenblas0-pthread) and run again.\n",
                twin->ms, ours);
-    return;
+    return twin;
   }
   fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms (wall): "
              "{}\n",
@@ -311,12 +311,15 @@ void print_twin(const BenchOptions& o, const Times& step, const StepCount& count
   if (twin->cpu_ms > 0)
     fmt::print("  by CPU time: PyTorch {:.2f} ms, this program {:.2f} ms: {}\n", twin->cpu_ms, ours_cpu,
                ratio_words(ours_cpu, twin->cpu_ms));
+  return twin;
 }
 
 // When the figures above are not to be trusted. A step's wall time well
-// over its CPU time means other programs had this core for part of it; two
+// over its CPU time means other programs had this core for part of it (in
+// this program or in the twin, which runs later: the load may differ); two
 // peaks far apart mean one of them was interrupted.
-void print_warnings(const Results& r, const StepCount& count, Generator& peak_gen) {
+void print_warnings(const Results& r, const std::optional<TwinStep>& twin, const StepCount& count,
+                    Generator& peak_gen) {
   const Times& step = r.step;
   if (step.wall > 1.1 * step.cpu) {
     const double cpu_peak = measure::gemm_peak_cpu_gflops(peak_gen), cpu_gflops = count.total() / (1e9 * step.cpu);
@@ -326,6 +329,10 @@ void print_warnings(const Results& r, const StepCount& count, Generator& peak_ge
                "is only as good as the load was steady\n",
                100.0 * (step.wall / step.cpu - 1.0), cpu_gflops, share_of_peak(cpu_gflops, cpu_peak), cpu_peak);
   }
+  if (twin && twin->cpu_ms > 0 && twin->ms > 1.1 * twin->cpu_ms)
+    fmt::print("  unreliable: the twin's wall time was {:.0f}% over its CPU time: other programs took turns on this "
+               "core while it ran, so the ratio by CPU time is the steadier one\n",
+               100.0 * (twin->ms / twin->cpu_ms - 1.0));
   if (std::abs(r.peak_before - r.peak_after) > 0.1 * r.peak())
     fmt::print("  unreliable: the GEMM peak came out {:.1f} GFLOP/s before the steps and {:.1f} after: the share "
                "above is against the higher\n",
@@ -361,8 +368,9 @@ void run(int argc, char** argv) {
 
   print_step(r.step, count, cfg, o, r.peak());
   print_generation(generation, o);
-  if (o.pytorch) print_twin(o, r.step, count);
-  print_warnings(r, count, peak_gen);
+  std::optional<TwinStep> twin;
+  if (o.pytorch) twin = print_twin(o, r.step, count);
+  print_warnings(r, twin, count, peak_gen);
 }
 
 }  // namespace
