@@ -21,16 +21,14 @@
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
 #include "sa/paths.hpp"
+#include "sa/pytorch_peer.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,28 +38,7 @@ using namespace sa;
 
 namespace {
 
-struct Times {
-  double wall = 0, cpu = 0;
-};
-
-Times now() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
-          double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec)};
-}
-Times operator-(Times a, Times b) { return {a.wall - b.wall, a.cpu - b.cpu}; }
-
-Times median(std::vector<Times> v) {
-  std::vector<double> w, c;
-  for (const Times& t : v) {
-    w.push_back(t.wall);
-    c.push_back(t.cpu);
-  }
-  std::sort(w.begin(), w.end());
-  std::sort(c.begin(), c.end());
-  return {w[w.size() / 2], c[c.size() / 2]};
-}
+using measure::Times;
 
 // The chapter's setup from a seed, in the PyTorch twin's order.
 struct Setup {
@@ -116,42 +93,27 @@ Score run_epoch(Setup& s, Adam& adam, std::vector<int64_t>& ids, std::vector<int
   return evaluate(*s.model, s.test, s.task, ids, targets);
 }
 
+// The twin's median step on one thread (sa/pytorch_peer.hpp), its line
+// "pytorch_step_ms <ms>"; its other lines are shown indented. Without that
+// line, why it failed, in one line.
 struct PyTorchStep {
   double ms = 0;
-  std::string blas = "unknown";
-  bool optimised_blas = false;  // OpenBLAS (or MKL, BLIS), not the reference BLAS
-  std::string kernels = "-";    // OpenBLAS's choice, e.g. SkylakeX (tests/reference/bench/blas.py)
-  std::string asked = "-";      // OPENBLAS_CORETYPE as the environment had it
+  measure::PeerBlas blas;
 };
 
-// The twin's median step, on one thread: torch's intra-op threads and
-// OpenBLAS's own (OPENBLAS_NUM_THREADS), like this program's one core.
 std::optional<PyTorchStep> pytorch_step(int64_t steps) {
-  const std::string cmd = fmt::format(
-      "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 {}/tests/reference/ch07_training.py --bench {} 2>&1",
-      source_dir().string(), steps);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return std::nullopt;
-  std::array<char, 512> line{};
-  PyTorchStep result;
-  bool timed = false;
-  while (fgets(line.data(), int(line.size()), pipe.get())) {
+  const measure::PeerOutput out =
+      measure::run_pytorch_peer(fmt::format("tests/reference/ch07_training.py --bench {}", steps));
+  std::optional<PyTorchStep> result;
+  for (const std::string& line : out.lines) {
     double v = 0;
-    std::array<char, 256> name{}, kind{}, kernels{}, asked{};
-    if (std::sscanf(line.data(), "pytorch_step_ms %lf", &v) == 1) {
-      result.ms = v;
-      timed = true;
-    } else if (std::sscanf(line.data(), "pytorch_blas %255s %255s %255s %255s", name.data(), kind.data(),
-                           kernels.data(), asked.data()) == 4) {
-      result.blas = name.data();
-      result.optimised_blas = std::string(kind.data()) == "optimised";
-      result.kernels = kernels.data();
-      result.asked = asked.data();
-    } else {
-      fmt::print("    {}", line.data());
-    }
+    if (std::sscanf(line.c_str(), "pytorch_step_ms %lf", &v) == 1) result = PyTorchStep{v, out.blas};
+    else if (out.succeeded()) fmt::print("    {}\n", line);
   }
-  if (!timed) return std::nullopt;
+  if (!result || !out.succeeded()) {
+    fmt::print("  PyTorch twin could not be timed: {}\n", measure::peer_failure(out));
+    return std::nullopt;
+  }
   return result;
 }
 
@@ -209,11 +171,11 @@ void run(int argc, char** argv) {
     for (int i = 0; i < 5; ++i) train_step(*s.model, adam, ids, targets, kBatch);
     std::vector<Times> t;
     for (int64_t i = 0; i < steps; ++i) {
-      const Times t0 = now();
+      const Times t0 = measure::times_now();
       train_step(*s.model, adam, ids, targets, kBatch);
-      t.push_back(now() - t0);
+      t.push_back(measure::times_now() - t0);
     }
-    step_median = median(t);
+    step_median = measure::median(t);
     fmt::print("  one training step (batch {}): median {:.3f} ms wall, {:.3f} ms CPU, over {} steps\n", kBatch,
                1e3 * step_median.wall, 1e3 * step_median.cpu, steps);
     Generator peak_gen(cli.seed);
@@ -238,19 +200,19 @@ void run(int argc, char** argv) {
     Adam adam(s.model->params, s.model->grads, AdamConfig{});
     std::vector<Times> t;
     std::optional<int64_t> reached;
-    const Times start = now();
+    const Times start = measure::times_now();
     Times at_99;
     for (int64_t e = 1; e <= std::max(epochs, max_epochs); ++e) {
-      const Times t0 = now();
+      const Times t0 = measure::times_now();
       const Score held = run_epoch(s, adam, ids, targets);
-      t.push_back(now() - t0);
+      t.push_back(measure::times_now() - t0);
       if (!reached && held.percent() >= 99.0) {
         reached = e;
-        at_99 = now() - start;
+        at_99 = measure::times_now() - start;
       }
       if (reached && e >= epochs) break;
     }
-    epoch_median = median(t);
+    epoch_median = measure::median(t);
     fmt::print("  one epoch (40 steps + held-out evaluation): median {:.1f} ms wall, {:.1f} ms CPU, over {} epochs\n",
                1e3 * epoch_median.wall, 1e3 * epoch_median.cpu, t.size());
     fmt::print("  100 epochs, projected: {:.1f} s wall, {:.1f} s CPU\n", 100 * epoch_median.wall,
@@ -267,9 +229,8 @@ void run(int argc, char** argv) {
     fmt::print("  PyTorch twin (tests/reference/ch07_training.py --bench {}):\n", torch_steps);
     if (const auto torch = pytorch_step(torch_steps)) {
       const double ours = 1e3 * step_median.wall;
-      fmt::print("  PyTorch's products ran on {} ({} BLAS){}, one thread\n", torch->blas,
-                 torch->optimised_blas ? "an optimised" : "the reference", measure::openblas_kernels(torch->kernels, torch->asked));
-      if (torch->optimised_blas) {
+      fmt::print("  PyTorch's products ran on {}, one thread\n", torch->blas.description());
+      if (torch->blas.optimised) {
         if (ours <= torch->ms)
           fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall): this program {:.1f}x faster\n",
                      torch->ms, ours, torch->ms / ours);
@@ -289,8 +250,6 @@ void run(int argc, char** argv) {
                    "BLAS is many times slower than the one a PyTorch user has. Install OpenBLAS (apt-get install "
                    "libopenblas0-pthread) and run again.\n",
                    torch->ms, ours);
-    } else {
-      fmt::print("  PyTorch twin could not be timed (is python3-torch installed?)\n");
     }
   }
 }

@@ -22,17 +22,14 @@
 
 #include "sa/cli.hpp"
 #include "sa/paths.hpp"
+#include "sa/pytorch_peer.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/format.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,68 +50,32 @@ struct Row {
 };
 
 struct PyTorchRun {
-  std::string blas = "unknown";
-  bool optimised = false;
-  std::string kernels = "-";  // OpenBLAS's choice, e.g. SkylakeX (tests/reference/bench/blas.py)
-  std::string asked = "-";    // OPENBLAS_CORETYPE as the environment had it
+  measure::PeerBlas blas;
   std::vector<Row> rows;
 };
 
-// Runs the PyTorch peer once for every size; its lines are
-// "pytorch_blas <name> <optimised|reference> <kernels> <asked>" and
-// "pytorch <T> <ms> <bytes>".
+// Runs the PyTorch peer once for every size (sa/pytorch_peer.hpp); its
+// lines are "pytorch <T> <ms> <bytes>".
 std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
-  std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "
-                                "{}/tests/reference/bench/ch08_attention.py --d-k {} --budget {}",
-                                source_dir().string(), d_k, budget);
-  for (int64_t T : sizes) cmd += fmt::format(" {}", T);
-  cmd += " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return std::nullopt;
-  PyTorchRun run;
-  std::array<char, 1024> buf{};
-  std::string errors;
-  while (fgets(buf.data(), int(buf.size()), pipe.get())) {
-    std::istringstream line(buf.data());
+  std::string args = fmt::format("tests/reference/bench/ch08_attention.py --d-k {} --budget {}", d_k, budget);
+  for (int64_t T : sizes) args += fmt::format(" {}", T);
+  const measure::PeerOutput out = measure::run_pytorch_peer(args);
+  PyTorchRun run{out.blas, {}};
+  for (const std::string& text : out.lines) {
+    std::istringstream line(text);
     std::string tag;
-    line >> tag;
-    if (tag == "pytorch_blas") {
-      std::string kind;
-      line >> run.blas >> kind >> run.kernels >> run.asked;
-      run.optimised = kind == "optimised";
-    } else if (tag == "pytorch") {
-      Row r{0, "pytorch", 0, std::nullopt, 0};
-      int64_t bytes = 0;
-      if (line >> r.T >> r.ms >> bytes) {
-        r.extra = bytes;
-        r.flops = 4.0 * double(r.T) * double(r.T) * double(d_k);
-        run.rows.push_back(r);
-      }
-    } else {
-      errors += buf.data();
+    Row r{0, "pytorch", 0, std::nullopt, 0};
+    int64_t bytes = 0;
+    if (line >> tag && tag == "pytorch" && line >> r.T >> r.ms >> bytes) {
+      r.extra = bytes;
+      r.flops = 4.0 * double(r.T) * double(r.T) * double(d_k);
+      run.rows.push_back(r);
     }
   }
-  const int status = pclose(pipe.release());
   if (run.rows.size() != sizes.size()) {
-    // One line: what stopped it, from how it ended and its last words (a
-    // Python traceback ends with the exception), never the whole traceback.
     const size_t done = run.rows.size();
-    std::string last;
-    std::istringstream lines(errors);
-    for (std::string line; std::getline(lines, line);)
-      if (!line.empty() && line[0] != ' ') last = line;
-    std::string why;
-    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) > 128))
-      why = fmt::format("it was killed by signal {} (out of memory?)",
-                        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status) - 128);
-    else if (last.find("MemoryError") != std::string::npos || last.find("DefaultCPUAllocator") != std::string::npos)
-      why = "it ran out of memory";
-    else if (last.find("No module named") != std::string::npos)
-      why = fmt::format("{} (apt-get install python3-torch)", last);
-    else
-      why = last.empty() ? fmt::format("it exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1) : last;
     fmt::print(stderr, "08-efficient-attention-bench: the PyTorch peer stopped at T = {} after {} of {} sizes: {}\n",
-               sizes[done], done, sizes.size(), why);
+               sizes[done], done, sizes.size(), measure::peer_failure(out));
     if (done == 0) return std::nullopt;
   }
   return run;
@@ -161,15 +122,6 @@ RunEstimate estimate_bench(const std::vector<int64_t>& sizes, int64_t d_k, int64
   e.options = fmt::format("--min-seq-len {} --max-seq-len {} --naive-max-seq-len {} --d-k {} --block {} --budget {}{}",
                           sizes.front(), sizes.back(), naive_max, d_k, block, budget, pytorch ? " --pytorch" : "");
   return e;
-}
-
-// --pytorch needs /usr/bin/python3 with torch: asked before any timing, so
-// a missing package is one line, not a traceback after minutes of work.
-void require_pytorch() {
-  const int status = std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1");
-  if (status != 0)
-    throw UsageError("--pytorch needs /usr/bin/python3 with torch, which cannot import it here (apt-get install "
-                     "python3-torch)");
 }
 
 void run(int argc, char** argv) {
@@ -219,7 +171,7 @@ void run(int argc, char** argv) {
                                  "path, and --naive-max-seq-len {} is below every T from --min-seq-len {}",
                                  naive_max, min_T));
   cli.check_budget(estimate_bench(sizes, d_k, block, naive_max, budget, pytorch));
-  if (pytorch) require_pytorch();
+  if (pytorch) measure::require_pytorch();
 
   // T doubles from --min-seq-len: a --max-seq-len off that ladder is not
   // measured itself, and the reader is told which sizes are.
@@ -325,9 +277,8 @@ void run(int argc, char** argv) {
 
   if (!pytorch) return;
   if (!torch) return;
-  fmt::print("  PyTorch ran on {} ({} BLAS){}, one thread\n", torch->blas,
-             torch->optimised ? "an optimised" : "the reference", measure::openblas_kernels(torch->kernels, torch->asked));
-  if (!torch->optimised) {
+  fmt::print("  PyTorch ran on {}, one thread\n", torch->blas.description());
+  if (!torch->blas.optimised) {
     fmt::print("  no ratio printed: the reference BLAS is about 25x slower than the one a PyTorch user has.\n"
                "  Install OpenBLAS (apt-get install libopenblas0-pthread) and run again.\n");
     return;

@@ -37,3 +37,12 @@ endforeach()
 add_executable(09-gpt-generate ${CMAKE_CURRENT_LIST_DIR}/generate.cpp)
 target_link_libraries(09-gpt-generate PRIVATE ${SA_09_SOLUTIONS_LIBS})
 set_target_properties(09-gpt-generate PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# The benchmark (./book bench 9): the median training step of the chapter's
+# model, its GFLOP/s against this core's GEMM peak, generation with and
+# without the key/value cache, and with --pytorch the twin's step. It links
+# the reference solutions: it measures the book's code, not the reader's
+# exercise.
+add_executable(09-gpt-bench ${CMAKE_CURRENT_LIST_DIR}/bench.cpp)
+target_link_libraries(09-gpt-bench PRIVATE ${SA_09_SOLUTIONS_LIBS})
+set_target_properties(09-gpt-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

@@ -117,6 +117,13 @@ rm -rf "$taken"
 refuse 07-training-analyze "--checkpoint is empty: give a file" --checkpoint "" --no-plots
 refuse 07-training-bench "--torch-steps times the PyTorch twin, which runs only with --pytorch" --torch-steps 10
 refuse 07-training-bench "unknown option '--plots-dir'" --plots-dir /tmp
+refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got '0'" --steps 0
+refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got 'abc'" --steps abc
+refuse 09-gpt-bench "--warmup must be an integer in [0, 10000], got '-1'" --warmup -1
+refuse 09-gpt-bench "d_model 128 is not divisible by 3 heads" --n-heads 3
+refuse 09-gpt-bench "--torch-steps times the PyTorch twin, which runs only with --pytorch" --torch-steps 10
+refuse 09-gpt-bench "--pytorch times the twin's default model, so --d-model cannot be changed" --pytorch --d-model 64
+refuse 09-gpt-bench "unknown option '--no-plots'" --no-plots
 refuse 08-efficient-attention "--block 128 is larger than --seq-len 100" --seq-len 100 --no-plots
 refuse 08-efficient-attention-bench "--block 512 is larger than --min-seq-len 256" --block 512
 refuse 08-efficient-attention-bench "--min-seq-len 1024 is larger than --max-seq-len 512" --min-seq-len 1024 \
@@ -142,6 +149,8 @@ refuse 07-training "--epochs 100000" --task reversal --epochs 100000 --no-plots
 refuse 07-training "--corpus-epochs 100000" --task corpus --corpus-epochs 100000 --no-plots
 refuse 07-training-bench "--steps 100000 --max-epochs 1000 would take about" --steps 100000 --max-epochs 1000
 refuse 08-efficient-attention-bench "would take about" --max-seq-len 32768 --d-k 256 --budget 60
+refuse 09-gpt-bench "--steps 100000 --warmup 5 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --gen-chars 256 would take about" \
+  --steps 100000
 refuse 08-efficient-attention-bench "--pytorch times PyTorch's plain attention" --pytorch --naive-max-seq-len 0 \
   --min-seq-len 8192
 refuse 07-training-analyze "unknown option '--i-know-it-is-big'" --i-know-it-is-big

@@ -74,6 +74,7 @@ declare -A values=(
   [--gen-tokens]="8 1024"
   [--reversal-epochs]="1 100"
   [--steps]="5 100000"
+  [--warmup]="0 5 10000"
   [--max-epochs]="1 1000"
   [--min-seq-len]="16 100 8192"
   [--max-seq-len]="16 1000 32768"
@@ -98,6 +99,7 @@ declare -A options=(
   [07-training-bench]="--steps --epochs --max-epochs"
   [08-efficient-attention]="--seq-len --d-k --block --window --gen-tokens --reversal-epochs"
   [08-efficient-attention-bench]="--d-k --min-seq-len --max-seq-len --naive-max-seq-len --block --budget --csv"
+  [09-gpt-bench]="--steps --warmup --batch --seq-len --d-model --n-heads --n-layers --gen-chars"
   [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --seq-len --batch"
 )
 programs=("${!options[@]}")

@@ -1,0 +1,380 @@
+// Chapter 9's benchmark (not a test): how fast the GPT trains and writes,
+// on one core.
+//
+//   - the median time of one training step of the chapter's model (a batch
+//     drawn, forward, loss, backward, clipping, AdamW), after a warm-up;
+//   - its speed in GFLOP/s, with the operations it counts, against this
+//     core's float matrix-product peak measured in the same run;
+//   - with --pytorch, the PyTorch twin's median step on one thread
+//     (tests/reference/ch09_gpt_twin.py --bench), measured in the same run
+//     so the ratio compares like with like;
+//   - characters a second when generating, with and without chapter 8's
+//     key/value cache.
+//
+// Wall-clock times and the thread's CPU time are both reported: on a busy
+// machine the CPU time is the one that does not count other programs' turns.
+// Pin it to one core for steadier numbers: taskset -c 0 09-gpt-bench
+#include "09-gpt/steps.hpp"  // the chapter's Options: its data folder and model sizes
+
+#include "sa/cli.hpp"
+#include "sa/measure.hpp"
+#include "sa/pytorch_peer.hpp"
+#include "sa/rng.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace sa;
+using measure::Times;
+
+namespace {
+
+struct BenchOptions {
+  ch9::Options model;  // --batch, --seq-len, --d-model, --n-heads, --n-layers: the chapter's defaults
+  int64_t steps = 50, warmup = 5;
+  int64_t gen_chars = 256;
+  bool pytorch = false;
+  int64_t torch_steps = 50;
+};
+
+// Generation is timed this many times each way; the median is reported.
+constexpr int kGenerationRuns = 3;
+const std::string kPrompt = "And God said";  // the chapter's prompt (step 11)
+
+// The operations of one training step that are matrix products, a
+// multiply-add counted as 2, and a backward as twice its forward (a
+// gradient for the input and one for the weights):
+//
+//   linear = 6 × W × B·T, W = n_layers · 12·d² + vocab · d
+//            (per block: the Q, K, V projections 3d², W_o d², the
+//            feed-forward's two layers 4d² each; then the output layer,
+//            which is the token embedding read transposed)
+//   attention = 3 × n_layers × B × 4·T²·d
+//            (per sequence and layer, summed over the heads: the scores
+//            Q Kᵀ and the weighted sum P V, 2·T²·d each, forward; twice that
+//            backward)
+//
+// Biases, LayerNorm, GELU, softmax and AdamW are left out: small beside the
+// products, and not what a GEMM peak measures. The attention is counted in
+// full, every T × T entry, as PyTorch computes it. This program's tiles of 64
+// skip the blocks above the diagonal once seq_len is longer than a tile, and
+// its backward computes the scores a second time; neither is counted, so the
+// two programs' GFLOP/s divide the same count.
+struct StepCount {
+  double linear = 0, attention = 0;
+  double total() const { return linear + attention; }
+};
+
+StepCount step_count(const GptConfig& c, int64_t batch) {
+  const double d = double(c.d_model), T = double(c.seq_len), B = double(batch), L = double(c.n_layers);
+  const double weights = L * 12.0 * d * d + double(c.vocab_size) * d;
+  return {6.0 * weights * B * T, 3.0 * L * B * 4.0 * T * T * d};
+}
+
+// The whole run against the budget, before any work, at the chapter
+// program's rates (steps_run.cpp: 3e10 operations a second, 1.5 us a token
+// for what is not a product), plus a cost per head: each head of each
+// sequence is a call of chapter 8's tiled attention, forward and backward,
+// with its copies and allocations, about 30 us here beside the products (64
+// heads of width 1 took 140 ms a step, four times the rates' estimate).
+// Then: the timed and warm-up steps, generation both ways (without the
+// cache each character is a forward over its whole context, a third of a
+// step's work on one sequence), the peak measurements, and the twin (about
+// the C++ step, plus Python's start).
+RunEstimate estimate(const BenchOptions& o) {
+  const GptConfig c = o.model.model_config();
+  const double tokens = double(o.model.batch * o.model.seq_len);
+  const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
+  const double step = step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6 + head_calls * 30e-6;
+  const double forward_one_sequence = step / double(o.model.batch) / 3.0;
+  RunEstimate e;
+  e.seconds = double(o.steps + o.warmup) * step + 2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence +
+              2.0 + 5.0 /* the text, read and checked */ +
+              (o.pytorch ? 10.0 + 1.5 * double(o.torch_steps + 5) * step : 0.0);
+  // Parameters, gradients and AdamW's moments; one step's activations; the
+  // text's ids and the text (as the chapter program estimates them).
+  const double d = double(c.d_model), L = double(c.n_layers), V = double(c.vocab_size);
+  const double params = L * 12.0 * d * d + (V + double(c.seq_len)) * d;
+  e.bytes = 16.0 * params + 4.0 * tokens * (L * 30.0 * d + 4.0 * V) + 9.0 * 4.2e6;
+  e.options = fmt::format("--steps {} --warmup {} --batch {} --seq-len {} --d-model {} --n-layers {} --gen-chars {}{}",
+                          o.steps, o.warmup, o.model.batch, o.model.seq_len, o.model.d_model, o.model.n_layers,
+                          o.gen_chars, o.pytorch ? fmt::format(" --torch-steps {}", o.torch_steps) : "");
+  return e;
+}
+
+BenchOptions parse(Cli& cli, int argc, char** argv) {
+  BenchOptions o;
+  cli.add("--steps", &o.steps, "training steps timed for the median", IntRange{3, 100000});
+  cli.add("--warmup", &o.warmup, "untimed steps first (the workspaces are allocated in the first)",
+          IntRange{0, 10000});
+  cli.add("--batch", &o.model.batch, "sequences in a training batch", IntRange{1, 4096});
+  cli.add("--seq-len", &o.model.seq_len, "the context: characters a sequence holds", IntRange{1, 4096});
+  cli.add("--d-model", &o.model.d_model, "the model's width", IntRange{1, 4096});
+  cli.add("--n-heads", &o.model.n_heads, "attention heads (d_model must be divisible by it)", IntRange{1, 4096});
+  cli.add("--n-layers", &o.model.n_layers, "transformer blocks", IntRange{1, 64});
+  cli.add("--gen-chars", &o.gen_chars, "characters generated after the prompt, each way", IntRange{1, 100000});
+  cli.add_flag("--pytorch", &o.pytorch,
+               "also time the PyTorch twin's step (needs /usr/bin/python3 with torch; it times the default model "
+               "only)");
+  cli.add("--torch-steps", &o.torch_steps, "steps timed for PyTorch's median", IntRange{3, 10000});
+  cli.without_figures();  // a benchmark draws nothing
+  cli.parse(argc, argv);
+  if (cli.given("--torch-steps") && !o.pytorch)
+    throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
+  // The twin's --bench builds the chapter's default model; a ratio against
+  // another size would compare two different models.
+  if (o.pytorch)
+    for (const char* size : {"--batch", "--seq-len", "--d-model", "--n-heads", "--n-layers"})
+      if (cli.given(size))
+        throw UsageError(fmt::format("--pytorch times the twin's default model, so {} cannot be changed with it "
+                                     "(drop {}, or drop --pytorch)",
+                                     size, size));
+  o.model.model_config().validate();  // d_model divisible by n_heads
+  cli.check_budget(estimate(o));
+  if (o.pytorch) measure::require_pytorch();
+  return o;
+}
+
+// The chapter's text as ids (prepared into build/data on the first run, as
+// the chapter program does): batches drawn from it, as the twin draws
+// them, and the prompt.
+struct TextIds {
+  std::vector<int64_t> train, prompt;
+};
+
+TextIds load_ids(const BenchOptions& o) {
+  const ch9::Text text = ch9::load_text(o.model.data_dir);
+  const CharVocab vocab = build_vocab(text.train);
+  return {encode(vocab, text.train), encode(vocab, kPrompt)};
+}
+
+// 1. The training step: the same loop as the chapter's run (at a fixed
+//    learning rate; the schedule costs nothing), each step on a fresh batch.
+//    The batch is drawn inside the timed step, as the twin's loop does.
+Times time_training_step(Gpt& model, const TextIds& ids, const BenchOptions& o, Generator& gen) {
+  AdamWConfig adamw;  // nanoGPT's: betas (0.9, 0.99), weight decay 0.1
+  GptAdamW opt(model.params, model.grads, adamw);
+  constexpr double kClip = 1.0;
+  Batch b;
+  auto step = [&] {
+    sample_batch(ids.train, o.model.batch, o.model.seq_len, gen, b);
+    gpt_train_step(model, opt, b, adamw.lr, kClip);
+  };
+  for (int64_t i = 0; i < o.warmup; ++i) step();
+  std::vector<Times> t;
+  for (int64_t i = 0; i < o.steps; ++i) {
+    const Times t0 = measure::times_now();
+    step();
+    t.push_back(measure::times_now() - t0);
+  }
+  return measure::median(t);
+}
+
+// 2. Generation, each way from the same seed: the median of
+//    kGenerationRuns runs, and whether both ways wrote the same characters
+//    (they should: the cache only skips work).
+struct GenerationTimes {
+  Times cached, uncached;
+  bool same = true;
+};
+
+GenerationTimes time_generation(Gpt& model, const TextIds& ids, const BenchOptions& o, uint64_t seed) {
+  GenerationTimes r;
+  std::vector<int64_t> written[2];
+  for (const bool cached : {true, false}) {
+    GenerationOptions g;
+    g.new_tokens = o.gen_chars;
+    g.use_cache = cached;
+    std::vector<Times> t;
+    for (int run = 0; run < kGenerationRuns; ++run) {
+      Generator gen(seed);
+      const Times t0 = measure::times_now();
+      written[cached ? 0 : 1] = generate(model, ids.prompt, g, gen);
+      t.push_back(measure::times_now() - t0);
+    }
+    (cached ? r.cached : r.uncached) = measure::median(t);
+  }
+  r.same = written[0] == written[1];
+  return r;
+}
+
+// 3. The twin's median step (its lines "pytorch_step_ms <ms>" and
+//    "pytorch_step_cpu_ms <ms>", its thread's CPU time), or why it could not
+//    be timed.
+struct TwinStep {
+  double ms = 0, cpu_ms = 0;  // cpu_ms: 0 if it did not say
+  measure::PeerBlas blas;
+  std::vector<std::string> said;  // its other lines, shown as they are
+};
+
+std::optional<TwinStep> time_twin(int64_t steps, std::string& failure) {
+  const measure::PeerOutput out =
+      measure::run_pytorch_peer(fmt::format("tests/reference/ch09_gpt_twin.py --bench {}", steps));
+  TwinStep twin{0, 0, out.blas, {}};
+  bool timed = false;
+  for (const std::string& line : out.lines) {
+    if (std::sscanf(line.c_str(), "pytorch_step_ms %lf", &twin.ms) == 1) timed = true;
+    else if (std::sscanf(line.c_str(), "pytorch_step_cpu_ms %lf", &twin.cpu_ms) == 1) continue;
+    else twin.said.push_back(line);
+  }
+  if (!timed || !out.succeeded()) {
+    failure = measure::peer_failure(out);
+    return std::nullopt;
+  }
+  return twin;
+}
+
+// How this program's time compares with PyTorch's, in words that say
+// which way: "this program 1.4x faster", "this program 1.2x slower", or
+// within 5% "about as fast (1.03x)".
+std::string ratio_words(double ours_ms, double torch_ms) {
+  const double r = torch_ms / ours_ms;  // above 1: this program is faster
+  if (r > 0.95 && r < 1.05) return fmt::format("about as fast as PyTorch ({:.2f}x)", r);
+  if (r >= 1.0) return fmt::format("this program {:.1f}x faster", r);
+  return fmt::format("this program {:.1f}x slower", 1.0 / r);
+}
+
+std::string share_of_peak(double gflops, double peak) {
+  // Faster than the peak means the peak's own timing was disturbed.
+  if (gflops > peak) return "n/a (faster than the peak measured: that measurement was disturbed)";
+  return fmt::format("{:.0f}% of this core's float GEMM peak", 100.0 * gflops / peak);
+}
+
+// What the run measured, for the printing below.
+struct Results {
+  Times step;  // the median training step
+  // The GEMM peak (GFLOP/s, by the wall clock) before the steps and after
+  // the generation.
+  double peak_before = 0, peak_after = 0;
+  double peak() const { return std::max(peak_before, peak_after); }
+};
+
+void print_step(const Times& step, const StepCount& count, const GptConfig& cfg, const BenchOptions& o,
+                double peak) {
+  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {:.2f} ms "
+             "wall, {:.2f} ms CPU, over {} steps after {} warm-up\n",
+             o.model.batch, cfg.seq_len, 1e3 * step.wall, 1e3 * step.cpu, o.steps, o.warmup);
+  fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} tokens "
+             "({:.4g}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
+             "d_model ({:.4g})\n",
+             count.total() / 1e9, cfg.n_layers * 12 * cfg.d_model * cfg.d_model + cfg.vocab_size * cfg.d_model,
+             o.model.batch * cfg.seq_len, count.linear / 1e9, count.attention / 1e9);
+  const double gflops = count.total() / (1e9 * step.wall);
+  fmt::print("  {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s (Eigen, 1024^3, measured in this run)\n", gflops,
+             share_of_peak(gflops, peak), peak);
+}
+
+void print_generation(const GenerationTimes& g, const BenchOptions& o) {
+  const double with = double(o.gen_chars) / g.cached.wall, without = double(o.gen_chars) / g.uncached.wall;
+  fmt::print("  generation, {} characters after \"{}\" (median of {} runs each way):\n", o.gen_chars, kPrompt,
+             kGenerationRuns);
+  fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
+             g.cached.wall, g.cached.cpu);
+  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): the cache is "
+             "{:.1f}x faster\n",
+             without, g.uncached.wall, g.uncached.cpu, with / without);
+  if (!g.same)
+    fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
+}
+
+// The twin's step against this program's: by the wall clock, as the other
+// benchmarks compare, and by CPU time, which leaves out the turns other
+// programs took (the two wall clocks count them at different moments). No
+// ratio against the reference BLAS: nobody runs PyTorch on it.
+std::optional<TwinStep> print_twin(const BenchOptions& o, const Times& step, const StepCount& count) {
+  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}):\n", o.torch_steps);
+  std::string failure;
+  const auto twin = time_twin(o.torch_steps, failure);
+  if (!twin) {
+    fmt::print("  the twin could not be timed: {}\n", failure);
+    return twin;
+  }
+  for (const std::string& line : twin->said) fmt::print("    {}\n", line);
+  const double ours = 1e3 * step.wall, ours_cpu = 1e3 * step.cpu;
+  fmt::print("  PyTorch's products ran on {}, one thread\n", twin->blas.description());
+  if (!twin->blas.optimised) {
+    fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
+               "BLAS is many times slower than the one a PyTorch user has. Point LD_LIBRARY_PATH at OpenBLAS "
+               "(or apt-get install libopenblas0-pthread) and run again.\n",
+               twin->ms, ours);
+    return twin;
+  }
+  fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms (wall): "
+             "{}\n",
+             twin->ms, count.total() / (1e6 * twin->ms), ours, ratio_words(ours, twin->ms));
+  if (twin->cpu_ms > 0)
+    fmt::print("  by CPU time: PyTorch {:.2f} ms, this program {:.2f} ms: {}\n", twin->cpu_ms, ours_cpu,
+               ratio_words(ours_cpu, twin->cpu_ms));
+  return twin;
+}
+
+// When the figures above are not to be trusted. A step's wall time well
+// over its CPU time means other programs had this core for part of it (in
+// this program or in the twin, which runs later: the load may differ); two
+// peaks far apart mean one of them was interrupted.
+void print_warnings(const Results& r, const std::optional<TwinStep>& twin, const StepCount& count,
+                    Generator& peak_gen) {
+  const Times& step = r.step;
+  if (step.wall > 1.1 * step.cpu) {
+    const double cpu_peak = measure::gemm_peak_cpu_gflops(peak_gen), cpu_gflops = count.total() / (1e9 * step.cpu);
+    fmt::print("  unreliable: a step's wall time was {:.0f}% over its CPU time: other programs took turns on this "
+               "core. By its CPU time a step runs at {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s measured by CPU time too; "
+               "the wall-clock figures are slower than this program is, and a ratio to PyTorch by the wall clock "
+               "is only as good as the load was steady\n",
+               100.0 * (step.wall / step.cpu - 1.0), cpu_gflops, share_of_peak(cpu_gflops, cpu_peak), cpu_peak);
+  }
+  if (twin && twin->cpu_ms > 0 && twin->ms > 1.1 * twin->cpu_ms)
+    fmt::print("  unreliable: the twin's wall time was {:.0f}% over its CPU time: other programs took turns on this "
+               "core while it ran, so the ratio by CPU time is the steadier one\n",
+               100.0 * (twin->ms / twin->cpu_ms - 1.0));
+  if (std::abs(r.peak_before - r.peak_after) > 0.1 * r.peak())
+    fmt::print("  unreliable: the GEMM peak came out {:.1f} GFLOP/s before the steps and {:.1f} after: the share "
+               "above is against the higher\n",
+               r.peak_before, r.peak_after);
+}
+
+void run(int argc, char** argv) {
+  Cli cli("09-gpt",
+          "Benchmark of chapter 9's GPT on one core: the median training step of the chapter's model (4 layers, 4 "
+          "heads, d_model 128, seq_len 64, batch 12 unless given), its GFLOP/s against this core's matrix-product "
+          "peak, generation with and without the key/value cache, and with --pytorch the PyTorch twin's step.",
+          "09-gpt-bench");
+  const BenchOptions o = parse(cli, argc, argv);
+  const TextIds ids = load_ids(o);  // a missing package or damaged text: one line, before any output
+  const GptConfig cfg = o.model.model_config();
+  const StepCount count = step_count(cfg, o.model.batch);
+
+  fmt::print("Chapter 9 benchmark: GPT of {} layers, {} heads, d_model {}, seq_len {}, batch {}, seed {}\n",
+             cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.seq_len, o.model.batch, cli.seed);
+  fmt::print("  measured on: {}, one thread\n", measure::machine_description());
+
+  // The peak before and after the steps and generation: on a busy machine
+  // one of them comes out low, and the higher is the nearer to what the
+  // core can do.
+  Results r;
+  Generator peak_gen(cli.seed);
+  r.peak_before = measure::gemm_peak_gflops(peak_gen);
+  Generator gen(cli.seed);  // the weights, then the batches: the twin's order
+  Gpt model(cfg, gen);
+  r.step = time_training_step(model, ids, o, gen);
+  const GenerationTimes generation = time_generation(model, ids, o, cli.seed);
+  r.peak_after = measure::gemm_peak_gflops(peak_gen);
+
+  print_step(r.step, count, cfg, o, r.peak());
+  print_generation(generation, o);
+  std::optional<TwinStep> twin;
+  if (o.pytorch) twin = print_twin(o, r.step, count);
+  print_warnings(r, twin, count, peak_gen);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_program("09-gpt-bench", [&] { run(argc, argv); });
+}
