@@ -10,6 +10,7 @@ which sa::Generator reproduces) with the same AdamW, schedule and clipping.
     /usr/bin/python3 ch09_gpt_twin.py --bench      time a training step of the default model (one thread)
     /usr/bin/python3 ch09_gpt_twin.py --train      the default run, printing what the C++ program prints
     /usr/bin/python3 ch09_gpt_twin.py --train --quick   the program's --quick run
+    /usr/bin/python3 ch09_gpt_twin.py --curve 200  write tests/fixtures/09-gpt-curve.txt (--out: elsewhere)
 
 The text is build/data/train.txt and val.txt, which the C++ program prepares
 (./book run 9). The fixture: a small model (2 layers, d_model 32, 4 heads,
@@ -235,6 +236,79 @@ def train_run(c, seed=42):
     print("median step %.2f ms" % (1e3 * statistics.median(times)))
 
 
+def curve(n, out, seed=42):
+    """The first n iterations of the default run (the schedule of its 2000),
+    as the C++ program's training_run does them: the same batches, learning
+    rates, clipping and AdamW. Writes each iteration's training loss and
+    gradient norm (before clipping), its batch's offsets, and the validation
+    loss of the program's estimate at iterations 0, 100, 200, ... up to n."""
+    from fixtures import write_fixtures
+    torch.set_num_threads(1)
+    c = DEFAULT
+    chars, train, val = read_text()
+    model = make_model(seed, len(chars), c["seq_len"], c["d"], c["heads"], c["layers"])
+    opt = adamw(model, 1e-3)
+    losses, norms, offsets, lrs, val_at, val_losses = [], [], [], [], [], []
+    start, cpu = time.perf_counter(), time.process_time()
+    for it in range(n + 1):
+        if it % 100 == 0 or it == n:
+            val_at.append(it)
+            val_losses.append(estimate(model, val, c, seed))
+        if it == n:
+            break
+        lr = get_lr(it, warmup=c["iters"] // 20, decay_iters=c["iters"])
+        for group in opt.param_groups:
+            group["lr"] = lr
+        ix, x, y = get_batch(train, c["batch"], c["seq_len"])
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)))
+        opt.step()
+        losses.append(loss.item())
+        offsets.append(ix)
+        lrs.append(lr)
+        if it % 20 == 19:
+            print("  iteration %4d  loss %.4f  %.1f s" % (it, loss.item(), time.perf_counter() - start))
+            sys.stdout.flush()
+    command = "/usr/bin/python3 tests/reference/ch09_gpt_twin.py --curve %d" % n
+    if seed != 42:
+        command += " --seed %d" % seed
+    if os.environ.get("LD_LIBRARY_PATH"):
+        command = "LD_LIBRARY_PATH=%s %s" % (os.environ["LD_LIBRARY_PATH"], command)
+    comment = ("%s\n(%.0f s of CPU, one thread, BLAS %s)\n"
+               "The default run's first %d iterations of %d (seed %d, %d layers, %d heads, d_model %d, seq_len %d,\n"
+               "batch %d, lr %g warmed up over %d iterations, clip 1.0, AdamW betas (0.9, 0.99), weight decay 0.1)\n"
+               "on build/data/train.txt; val.loss is the program's estimate (%d batches of val.txt from seed + 1)\n"
+               "at the iterations val.at names, before that iteration's step."
+               % (command, time.process_time() - cpu, blas_name(), n, c["iters"], seed, c["layers"], c["heads"],
+                  c["d"], c["seq_len"], c["batch"], 1e-3, c["iters"] // 20, c["eval_iters"]))
+    write_fixtures(os.path.abspath(out), {
+        "config": torch.tensor([seed, len(chars), c["seq_len"], c["d"], c["heads"], c["layers"], c["batch"],
+                                c["iters"], n]),
+        "train.loss": torch.tensor(losses, dtype=torch.float32),
+        "train.grad_norm": torch.tensor(norms, dtype=torch.float32),
+        "train.lr": torch.tensor(lrs, dtype=torch.float32),
+        "train.offsets": torch.stack(offsets),
+        "val.at": torch.tensor(val_at),
+        "val.loss": torch.tensor(val_losses, dtype=torch.float32),
+    }, comment)
+
+
+def blas_name():
+    """The BLAS library torch's products ran on (the reference BLAS unless an
+    optimised one is installed: the last bits of every product depend on it)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                name = os.path.basename(line.split()[-1]) if "/" in line else ""
+                if "blas" in name.lower():
+                    return os.path.realpath(line.split()[-1])
+    except OSError:
+        pass
+    return "unknown"
+
+
 def bench(steps, seed=42):
     blas.report()
     torch.set_num_threads(1)
@@ -271,8 +345,15 @@ if __name__ == "__main__":
     parser.add_argument("--train", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--curve", type=int, metavar="ITERS",
+                        help="the default run's first ITERS iterations, their losses written to --out")
+    parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "09-gpt-curve.txt"))
     args = parser.parse_args()
-    if args.bench:
+    if args.curve is not None:
+        if not 1 <= args.curve <= DEFAULT["iters"]:
+            parser.error("--curve must be in [1, %d]" % DEFAULT["iters"])
+        curve(args.curve, args.out, args.seed)
+    elif args.bench:
         bench(args.bench, args.seed)
     elif args.train:
         train_run(QUICK if args.quick else DEFAULT, args.seed)

@@ -15,3 +15,6 @@ for script in [0-9a-z]*.py; do
   echo "== $script"
   "$PY" "$script"
 done
+# Not made here: 09-gpt-curve.txt, 200 training iterations of chapter 9's
+# default model, which take minutes of CPU on the reference BLAS. Its
+# header gives the command that made it (ch09_gpt_twin.py --curve 200).
