@@ -78,7 +78,7 @@ TEST_CASE("GPT dropout: the gradient through the masks matches finite difference
   }
 }
 
-TEST_CASE("GPT dropout: training forwards drop, evaluation does not; p = 0 draws nothing") {
+TEST_CASE("GPT dropout: training forwards drop, evaluation does not, and p = 0 draws nothing") {
   Setup s;
   const Matrix plain = s.model.forward(s.x, 2);
   Generator dropout_gen(7);

@@ -45,7 +45,7 @@ TEST_CASE("Tensor4 views share storage: splitting heads never copies", "[common]
   CHECK_THROWS_AS(Tensor4(1, -1, 2, 2), std::invalid_argument);
 }
 
-TEST_CASE("all_finite: false for any inf or NaN, wherever it is; true for huge finite values", "[common][tensor]") {
+TEST_CASE("all_finite: false for any inf or NaN wherever it is, true for huge finite values", "[common][tensor]") {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   Matrix m = Matrix::Constant(5, 37, std::numeric_limits<float>::max());  // x * 0 is 0 even for the largest float
   m(0, 0) = -std::numeric_limits<float>::max();
