@@ -41,6 +41,11 @@ struct BenchOptions {
   int64_t gen_chars = 256;
   bool pytorch = false;
   int64_t torch_steps = 50;
+  // With --pytorch, the two are timed in turns, this program then the twin,
+  // `rounds` times: the speed of a shared core drifts over seconds, and a
+  // ratio of two neighbouring measurements follows it where one
+  // measurement of each would not.
+  int64_t rounds = 3;
 };
 
 // Generation is timed this many times each way; the median is reported.
@@ -123,10 +128,14 @@ BenchOptions parse(Cli& cli, int argc, char** argv) {
                "also time the PyTorch twin's step (needs /usr/bin/python3 with torch; it times the default model "
                "only)");
   cli.add("--torch-steps", &o.torch_steps, "steps timed for PyTorch's median", IntRange{3, 10000});
+  cli.add("--rounds", &o.rounds,
+          "with --pytorch: rounds of this program's steps then the twin's, in turns; the ratio is their median",
+          IntRange{1, 20});
   cli.without_figures();  // a benchmark draws nothing
   cli.parse(argc, argv);
-  if (cli.given("--torch-steps") && !o.pytorch)
-    throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
+  for (const char* flag : {"--torch-steps", "--rounds"})
+    if (cli.given(flag) && !o.pytorch)
+      throw UsageError(fmt::format("{} times the PyTorch twin, which runs only with --pytorch: give both", flag));
   // The twin's --bench builds the chapter's default model; a ratio against
   // another size would compare two different models.
   if (o.pytorch)
@@ -248,7 +257,8 @@ std::string share_of_peak(double gflops, double peak) {
 
 // What the run measured, for the printing below.
 struct Results {
-  Times step;  // the median training step
+  Times step;  // the median training step (of the first round, or the median of the rounds')
+  std::vector<Times> rounds;  // with --pytorch: each round's median step
   // The GEMM peak (GFLOP/s, by the wall clock) before the steps and after
   // the generation.
   double peak_before = 0, peak_after = 0;
@@ -287,30 +297,48 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
 // benchmarks compare, and by CPU time, which leaves out the turns other
 // programs took (the two wall clocks count them at different moments). No
 // ratio against the reference BLAS: nobody runs PyTorch on it.
-std::optional<TwinStep> print_twin(const BenchOptions& o, const Times& step, const StepCount& count) {
-  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}):\n", o.torch_steps);
-  std::string failure;
-  const auto twin = time_twin(o.torch_steps, failure);
-  if (!twin) {
-    fmt::print("  the twin could not be timed: {}\n", failure);
-    return twin;
+std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const StepCount& count, Gpt& model,
+                                   const TextIds& ids, Generator& gen) {
+  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}), {} round{} in turns with this program:\n",
+             o.torch_steps, o.rounds, o.rounds == 1 ? "" : "s");
+  std::vector<double> ratios, cpu_ratios;
+  std::optional<TwinStep> twin;
+  for (int64_t round = 0; round < o.rounds; ++round) {
+    // This program's steps of the first round were timed before (r.step).
+    if (round > 0) r.rounds.push_back(time_training_step(model, ids, o, gen));
+    std::string failure;
+    twin = time_twin(o.torch_steps, failure);
+    if (!twin) {
+      fmt::print("  the twin could not be timed: {}\n", failure);
+      return twin;
+    }
+    if (round == 0) {
+      for (const std::string& line : twin->said) fmt::print("    {}\n", line);
+      fmt::print("  PyTorch's products ran on {}, one thread\n", twin->blas.description());
+    }
+    const Times& ours = r.rounds.back();
+    fmt::print("    round {}: PyTorch {:.2f} ms ({:.2f} CPU), this program {:.2f} ms ({:.2f} CPU)\n", round + 1,
+               twin->ms, twin->cpu_ms, 1e3 * ours.wall, 1e3 * ours.cpu);
+    ratios.push_back(twin->ms / (1e3 * ours.wall));
+    if (twin->cpu_ms > 0) cpu_ratios.push_back(twin->cpu_ms / (1e3 * ours.cpu));
   }
-  for (const std::string& line : twin->said) fmt::print("    {}\n", line);
-  const double ours = 1e3 * step.wall, ours_cpu = 1e3 * step.cpu;
-  fmt::print("  PyTorch's products ran on {}, one thread\n", twin->blas.description());
   if (!twin->blas.optimised) {
-    fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
-               "BLAS is many times slower than the one a PyTorch user has. Point LD_LIBRARY_PATH at OpenBLAS "
-               "(or apt-get install libopenblas0-pthread) and run again.\n",
-               twin->ms, ours);
+    fmt::print("  no ratio printed: the reference BLAS is many times slower than the one a PyTorch user has. Point "
+               "LD_LIBRARY_PATH at OpenBLAS (or apt-get install libopenblas0-pthread) and run again.\n");
     return twin;
   }
-  fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count), this program {:.2f} ms (wall): "
-             "{}\n",
-             twin->ms, count.total() / (1e6 * twin->ms), ours, ratio_words(ours, twin->ms));
-  if (twin->cpu_ms > 0)
-    fmt::print("  by CPU time: PyTorch {:.2f} ms, this program {:.2f} ms: {}\n", twin->cpu_ms, ours_cpu,
-               ratio_words(ours_cpu, twin->cpu_ms));
+  // The median of the rounds' ratios, said as ratio_words says a ratio.
+  auto median_of = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  const double ratio = median_of(ratios);
+  fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count) in the last round; the median of "
+             "the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",
+             twin->ms, count.total() / (1e6 * twin->ms), ratio_words(1.0, ratio),
+             *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
+  if (cpu_ratios.size() == ratios.size())
+    fmt::print("  by CPU time: {}\n", ratio_words(1.0, median_of(cpu_ratios)));
   return twin;
 }
 
@@ -363,13 +391,14 @@ void run(int argc, char** argv) {
   Generator gen(cli.seed);  // the weights, then the batches: the twin's order
   Gpt model(cfg, gen);
   r.step = time_training_step(model, ids, o, gen);
+  r.rounds.push_back(r.step);
   const GenerationTimes generation = time_generation(model, ids, o, cli.seed);
   r.peak_after = measure::gemm_peak_gflops(peak_gen);
 
   print_step(r.step, count, cfg, o, r.peak());
   print_generation(generation, o);
   std::optional<TwinStep> twin;
-  if (o.pytorch) twin = print_twin(o, r.step, count);
+  if (o.pytorch) twin = print_twin(o, r, count, model, ids, gen);
   print_warnings(r, twin, count, peak_gen);
 }
 

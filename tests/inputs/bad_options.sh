@@ -122,6 +122,8 @@ refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got 'abc'" --ste
 refuse 09-gpt-bench "--warmup must be an integer in [0, 10000], got '-1'" --warmup -1
 refuse 09-gpt-bench "d_model 128 is not divisible by 3 heads" --n-heads 3
 refuse 09-gpt-bench "--torch-steps times the PyTorch twin, which runs only with --pytorch" --torch-steps 10
+refuse 09-gpt-bench "--rounds times the PyTorch twin, which runs only with --pytorch" --rounds 5
+refuse 09-gpt-bench "--rounds must be an integer in [1, 20], got '0'" --pytorch --rounds 0
 refuse 09-gpt-bench "--pytorch times the twin's default model, so --d-model cannot be changed" --pytorch --d-model 64
 refuse 09-gpt-bench "unknown option '--no-plots'" --no-plots
 refuse 08-efficient-attention "--block 128 is larger than --seq-len 100" --seq-len 100 --no-plots
