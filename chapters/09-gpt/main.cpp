@@ -6,8 +6,11 @@
 // clipping and AdamW; sampling the next character with a temperature and
 // top-k. Then the GPT itself (chapter 7's blocks, chapter 8's tiled
 // attention, a tied embedding), trained on the text with nanoGPT's
-// character-level recipe for a CPU, and the text it writes. The steps live
-// in steps_*.cpp.
+// character-level recipe for a CPU, saved (with --resume to continue), the
+// text it writes with chapter 8's key/value cache, and what two of its
+// heads read in a verse. The steps live in steps_*.cpp; ./book generate
+// (generate.cpp) writes from the saved model, ./book bench 9 (bench.cpp)
+// times it against PyTorch.
 #include "09-gpt/steps.hpp"
 
 #include "sa/cli.hpp"
@@ -165,11 +168,6 @@ void run(int argc, char** argv) {
   step(12, "What two trained heads read in a verse");
   heads_demo(model, vocab, figures);
 
-  gap();
-  say("Not written yet: generation with chapter 8's key/value cache (its CachedDecoder takes chapter 7's model), "
-      "dropout (the recipe trains without it), the attention of a trained "
-      "head over a verse, and `./book bench 9` against the PyTorch twin (tests/reference/ch09_gpt_twin.py "
-      "--bench, for now).");
   figures.summary();
 }
 
