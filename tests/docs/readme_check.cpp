@@ -434,7 +434,11 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
       continue;
     }
     auto& [text, lines] = paragraphs.back();
-    const std::string piece = (text.empty() ? "" : " ") + normalise(l);
+    // A line's indent (a list item's continuation) is not prose: joined
+    // with one space, a title quoted across two lines reads as written.
+    std::string body = normalise(l);
+    body.erase(0, body.find_first_not_of(' '));
+    const std::string piece = (text.empty() ? "" : " ") + body;
     text += piece;
     lines.insert(lines.end(), piece.size(), i + 1);
   }
