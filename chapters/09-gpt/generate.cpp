@@ -37,7 +37,7 @@ constexpr int64_t kCompared = 256;
 
 void run(int argc, char** argv) {
   std::string checkpoint = default_checkpoint_dir() + "/" + std::string(kGptCheckpointName), prompt = "And God said";
-  int64_t tokens = 300, top_k = 0;
+  int64_t tokens = 300, top_k = kVocabSize;
   double temperature = 0.8;
   Cli cli("09-gpt",
           "Chapter 9's trained GPT writes: text after --prompt, from the checkpoint `./book run 9` saved, with "
@@ -50,7 +50,9 @@ void run(int argc, char** argv) {
   cli.add("--tokens", &tokens, "characters to generate after the prompt", IntRange{1, 100000});
   cli.add("--temperature", &temperature, "divides the logits: below 1 sharpens, above 1 flattens",
           RealRange{0, 100, true, false});
-  cli.add("--top-k", &top_k, "keep only the k likeliest characters (default: every character of the vocabulary)",
+  cli.add("--top-k", &top_k,
+          "keep only the k likeliest characters (unless given: the model's whole vocabulary, 63 characters for the "
+          "Bible)",
           IntRange{1, 1000000});
   cli.parse(argc, argv);
 
