@@ -286,9 +286,8 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
              kGenerationRuns);
   fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
              g.cached.wall, g.cached.cpu);
-  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): the cache is "
-             "{:.1f}x faster\n",
-             without, g.uncached.wall, g.uncached.cpu, with / without);
+  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): {}\n", without,
+             g.uncached.wall, g.uncached.cpu, cache_gain(with, without));
   if (!g.same)
     fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
 }

@@ -111,8 +111,8 @@ void run(int argc, char** argv) {
   const double uncached = seconds_since(t0);
   const double with = double(tokens) / cached, without = double(g.new_tokens) / uncached;
   fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {:.3f} s)\n", with, tokens, cached);
-  fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {:.3f} s): the cache is {:.1f}x faster\n",
-             without, g.new_tokens, uncached, with / without);
+  fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {:.3f} s): {}\n", without,
+             g.new_tokens, uncached, cache_gain(with, without));
   if (!std::equal(plain.begin(), plain.end(), text.begin()))
     fmt::print("(the two runs part where float32 rounding, summed in another order, moved a draw)\n");
 }

@@ -250,6 +250,18 @@ struct GenerationOptions {
 // Gpt::forward over its whole context again. Same tokens either way.
 std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> prompt, const GenerationOptions& o, Generator& gen);
 
+// How the cache's speed compares, in words that stay true for any count:
+// "the cache is 14.2x faster", or, when it is not faster (a character or
+// two: the prompt's prefill is then most of the work, the same forward both
+// ways), "the cache gains nothing on so few characters (0.8x)".
+inline std::string cache_gain(double with_per_second, double without_per_second) {
+  const double r = with_per_second / without_per_second;
+  if (r >= 1.05) return fmt::format("the cache is {:.1f}x faster", r);
+  return fmt::format("the cache gains nothing on so few characters ({:.1f}x): the prompt's forward is most of the "
+                     "work either way",
+                     r);
+}
+
 // ---------------------------------------------------------------------------
 // Training
 

@@ -215,8 +215,8 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   print_generated(decode(vocab, tokens[0]));
   const double with = double(o.gen_chars) / seconds[0], without = double(o.gen_chars) / seconds[1];
   fmt::print("  with the key/value cache:    {:8.0f} characters a second ({:.3f} s)\n", with, seconds[0]);
-  fmt::print("  without it (whole context):  {:8.0f} characters a second ({:.3f} s): the cache is {:.1f}x faster\n",
-             without, seconds[1], with / without);
+  fmt::print("  without it (whole context):  {:8.0f} characters a second ({:.3f} s): {}\n", without, seconds[1],
+             cache_gain(with, without));
   // The logits agree to float32 rounding (the single row and the whole
   // context sum in other orders), so a draw could in principle land on
   // the other side of a boundary: said, not hidden.
