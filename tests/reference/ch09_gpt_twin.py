@@ -207,6 +207,22 @@ def estimate(model, data, c, seed):
     return sum(losses) / len(losses)
 
 
+def train_step(model, opt, train, c, it):
+    """One iteration of the chapter's run: the schedule's rate, a batch from
+    the global generator, forward, backward, clipping to 1, AdamW. Returns the
+    rate, the batch's offsets, the loss and the norm before clipping."""
+    lr = get_lr(it, warmup=c["iters"] // 20, decay_iters=c["iters"])
+    for group in opt.param_groups:
+        group["lr"] = lr
+    ix, x, y = get_batch(train, c["batch"], c["seq_len"])
+    _, loss = model(x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+    opt.step()
+    return lr, ix, loss, norm
+
+
 def train_run(c, seed=42):
     blas.report()
     torch.set_num_threads(1)
@@ -221,15 +237,7 @@ def train_run(c, seed=42):
         if it == c["iters"]:
             break
         t0 = time.perf_counter()
-        lr = get_lr(it, warmup=c["iters"] // 20, decay_iters=c["iters"])
-        for group in opt.param_groups:
-            group["lr"] = lr
-        _, x, y = get_batch(train, c["batch"], c["seq_len"])
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        lr, _, loss, _ = train_step(model, opt, train, c, it)
         times.append(time.perf_counter() - t0)
         if it < 5 or it % c["eval_interval"] == c["eval_interval"] - 1:
             print("  step %5d  loss %.4f" % (it, loss.item()))
@@ -256,15 +264,8 @@ def curve(n, out, seed=42):
             val_losses.append(estimate(model, val, c, seed))
         if it == n:
             break
-        lr = get_lr(it, warmup=c["iters"] // 20, decay_iters=c["iters"])
-        for group in opt.param_groups:
-            group["lr"] = lr
-        ix, x, y = get_batch(train, c["batch"], c["seq_len"])
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)))
-        opt.step()
+        lr, ix, loss, norm = train_step(model, opt, train, c, it)
+        norms.append(norm)
         losses.append(loss.item())
         offsets.append(ix)
         lrs.append(lr)
