@@ -113,12 +113,16 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   std::string text = fmt::format(
       "The row \"even\" is a head that weighs every character it sees alike. Layer {} head {} puts {:.0f}% of its "
       "weight on the previous character on average, against {:.0f}% for even weights{}. The heads' weight sits "
-      "{:.1f} to {:.1f} characters back on average, against {:.1f} for even weights.",
+      "{} characters back on average, against {:.1f} for even weights.",
       previous->layer, previous->head, 100 * previous->on_previous, 100 * even.on_previous,
       word_start ? fmt::format("; layer {} head {} puts {:.0f}% on the space its word began with, against {:.0f}%",
                            word_start->layer, word_start->head, 100 * word_start->on_word_start, 100 * even.on_word_start)
              : "",
-      nearest, farthest, even.distance);
+      // (one number when the range rounds to one)
+      fmt::format("{:.1f}", nearest) == fmt::format("{:.1f}", farthest)
+          ? fmt::format("{:.1f}", nearest)
+          : fmt::format("{:.1f} to {:.1f}", nearest, farthest),
+      even.distance);
   // What the numbers show depends on how long the model trained.
   if (previous->on_previous < 1.5 * even.on_previous)
     text += " No head stands out yet: after this much training they still spread their weight almost evenly.";
