@@ -275,6 +275,16 @@ struct TensorEntry {
 // two offsets, nothing else.
 std::vector<TensorEntry> read_tensor_entries(const nlohmann::json& root, const Refusal& fail, std::string_view kind);
 
+// Matches the entries to the tensors the configuration implies (names[k]
+// of shape shapes[k]): each name present with its shape, each range inside
+// the data and holding its shape's bytes. Returns the ranges in the order
+// of `names`. `unknown_note` may add a reason to the refusal of a name the
+// configuration does not have (chapter 9: "(optimizer 'none')").
+std::vector<std::pair<uint64_t, uint64_t>> match_tensor_entries(
+    const std::vector<TensorEntry>& entries, const std::vector<std::string>& names, const std::vector<Shape>& shapes,
+    uint64_t data_size, const Refusal& fail,
+    const std::function<std::string(const std::string& name)>& unknown_note = {});
+
 // The ranges ([begin, end) of tensor names[k]) cover the data contiguously,
 // without overlap, gap or bytes after the last, as the format requires.
 void check_ranges_cover_data(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,

@@ -186,35 +186,9 @@ void place_tensors(const std::vector<TensorEntry>& entries, uint64_t data_size, 
   // The sizes are known to be there: the shapes of the configuration.
   ckpt.params = shaped_params(ckpt.config);
   const std::vector<Shape> shapes = tensor_shapes(ckpt.params);
-  std::map<std::string, size_t> slot;  // name -> index in for_each_tensor's order
-  for_each_tensor(ckpt.params, [&](const std::string& tensor, std::span<const float>) {
-    slot.emplace(tensor, layout.names.size());
-    layout.names.push_back(tensor);
-  });
-  layout.ranges.assign(layout.names.size(), {0, 0});
-  std::vector<bool> present(layout.names.size(), false);
-  for (const TensorEntry& e : entries) {
-    const std::string who = fmt::format("tensor '{}'", shown(e.name));
-    const auto it = slot.find(e.name);
-    if (it == slot.end())
-      throw fail(fmt::format("it holds a {}, which its configuration does not have", who));
-    const size_t k = it->second;
-    present[k] = true;
-    const Shape& want = shapes[k];
-    if (e.shape != want)
-      throw fail(fmt::format("{} has shape {}, but its configuration implies {}", who, shape_text(e.shape),
-                             shape_text(want)));
-    if (e.begin > e.end || e.end > data_size)
-      throw fail(fmt::format("{}: its data_offsets [{}, {}] do not lie inside the {} bytes of data", who, e.begin,
-                             e.end, data_size));
-    if (e.end - e.begin != e.values * 4)
-      throw fail(fmt::format("{}: its data_offsets [{}, {}] hold {} bytes, but its shape needs {}", who, e.begin,
-                             e.end, e.end - e.begin, e.values * 4));
-    layout.ranges[k] = {e.begin, e.end};
-  }
-  for (size_t k = 0; k < present.size(); ++k)
-    if (!present[k]) throw fail(fmt::format("tensor '{}' is missing", layout.names[k]));
-
+  for_each_tensor(ckpt.params,
+                  [&](const std::string& tensor, std::span<const float>) { layout.names.push_back(tensor); });
+  layout.ranges = detail::match_tensor_entries(entries, layout.names, shapes, data_size, fail);
 }
 
 // Reads and checks the header (every check up to the data's CRC-32, see
@@ -374,6 +348,37 @@ std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fa
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> match_tensor_entries(
+    const std::vector<TensorEntry>& entries, const std::vector<std::string>& names, const std::vector<Shape>& shapes,
+    uint64_t data_size, const Refusal& fail, const std::function<std::string(const std::string& name)>& unknown_note) {
+  std::map<std::string, size_t> slot;  // name -> its index in `names`
+  for (size_t k = 0; k < names.size(); ++k) slot.emplace(names[k], k);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges(names.size(), {0, 0});
+  std::vector<bool> present(names.size(), false);
+  for (const TensorEntry& e : entries) {
+    const std::string who = fmt::format("tensor '{}'", shown(e.name));
+    const auto it = slot.find(e.name);
+    if (it == slot.end())
+      throw fail(fmt::format("it holds a {}, which its configuration does not have{}", who,
+                             unknown_note ? unknown_note(e.name) : ""));
+    const size_t k = it->second;
+    present[k] = true;
+    if (e.shape != shapes[k])
+      throw fail(fmt::format("{} has shape {}, but its configuration implies {}", who, shape_text(e.shape),
+                             shape_text(shapes[k])));
+    if (e.begin > e.end || e.end > data_size)
+      throw fail(fmt::format("{}: its data_offsets [{}, {}] do not lie inside the {} bytes of data", who, e.begin,
+                             e.end, data_size));
+    if (e.end - e.begin != e.values * 4)
+      throw fail(fmt::format("{}: its data_offsets [{}, {}] hold {} bytes, but its shape needs {}", who, e.begin,
+                             e.end, e.end - e.begin, e.values * 4));
+    ranges[k] = {e.begin, e.end};
+  }
+  for (size_t k = 0; k < present.size(); ++k)
+    if (!present[k]) throw fail(fmt::format("tensor '{}' is missing", names[k]));
+  return ranges;
 }
 
 // The ranges cover the data contiguously, without overlap, gap or bytes

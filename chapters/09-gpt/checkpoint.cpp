@@ -329,37 +329,15 @@ GptLayout parse_gpt_header(std::string_view header, uint64_t data_size, const st
     ckpt.adam_v = shaped_gpt_params(c);
   }
   std::vector<Shape> shapes;
-  std::map<std::string, size_t> slot;
   visit_checkpoint_tensors(ckpt.params, ckpt.has_optimizer ? &ckpt.adam_m : nullptr,
                            ckpt.has_optimizer ? &ckpt.adam_v : nullptr,
                            [&](const std::string& tensor, Shape s, auto) {
-                             slot.emplace(tensor, layout.names.size());
                              layout.names.push_back(tensor);
                              shapes.push_back(std::move(s));
                            });
-  layout.ranges.assign(layout.names.size(), {0, 0});
-  std::vector<bool> present(layout.names.size(), false);
-  for (const TensorEntry& e : entries) {
-    const std::string who = fmt::format("tensor '{}'", shown(e.name));
-    const auto it = slot.find(e.name);
-    if (it == slot.end())
-      throw fail(fmt::format("it holds a {}, which its configuration does not have{}", who,
-                             !ckpt.has_optimizer && e.name.rfind("adamw.", 0) == 0 ? " (optimizer 'none')" : ""));
-    const size_t k = it->second;
-    present[k] = true;
-    if (e.shape != shapes[k])
-      throw fail(fmt::format("{} has shape {}, but its configuration implies {}", who, detail::shape_text(e.shape),
-                             detail::shape_text(shapes[k])));
-    if (e.begin > e.end || e.end > data_size)
-      throw fail(fmt::format("{}: its data_offsets [{}, {}] do not lie inside the {} bytes of data", who, e.begin,
-                             e.end, data_size));
-    if (e.end - e.begin != e.values * 4)
-      throw fail(fmt::format("{}: its data_offsets [{}, {}] hold {} bytes, but its shape needs {}", who, e.begin,
-                             e.end, e.end - e.begin, e.values * 4));
-    layout.ranges[k] = {e.begin, e.end};
-  }
-  for (size_t k = 0; k < present.size(); ++k)
-    if (!present[k]) throw fail(fmt::format("tensor '{}' is missing", layout.names[k]));
+  layout.ranges = detail::match_tensor_entries(entries, layout.names, shapes, data_size, fail, [&](const std::string& n) {
+    return !ckpt.has_optimizer && n.rfind("adamw.", 0) == 0 ? std::string(" (optimizer 'none')") : std::string();
+  });
   detail::check_ranges_cover_data(layout.ranges, layout.names, data_size, fail);
   return layout;
 }

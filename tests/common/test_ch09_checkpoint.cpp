@@ -300,6 +300,21 @@ TEST_CASE("chapter 9 checkpoint: a damaged file is refused in one line naming th
                h.erase("ln_f.beta");
              })),
              contains("it holds a tensor 'ln_f.bias', which its configuration does not have"));
+  {
+    // A model-only file (optimizer 'none') holding a moment under a
+    // parameter's place: the refusal says why the name is foreign here.
+    GptCheckpoint model_only = trained_checkpoint();
+    model_only.has_optimizer = false;
+    const Bytes plain = gpt_checkpoint_bytes(model_only);
+    REQUIRE(refusal(plain).empty());
+    CHECK_THAT(refusal(edited(
+                   [](json& h) {
+                     h["adamw.m.ln_f.beta"] = h["ln_f.beta"];
+                     h.erase("ln_f.beta");
+                   },
+                   true, plain)),
+               contains("it holds a tensor 'adamw.m.ln_f.beta', which its configuration does not have (optimizer 'none')"));
+  }
   CHECK_THAT(refusal(edited([](json& h) { h["tok"]["shape"] = json::array({8, 5}); })),
              contains("tensor 'tok' has shape [8, 5], but its configuration implies [5, 8]"));
   CHECK_THAT(refusal(edited([](json& h) { h["pos"]["dtype"] = "F16"; })), contains("has dtype 'F16'"));
