@@ -4,7 +4,7 @@
 // 3-number vectors, one query by hand, then all queries as matrices), then
 // walks "the cat sat on the mat" through tokens -> ids -> embeddings ->
 // + positional encoding -> Q, K, V, printing every shape and value, then
-// the tutorial's small d_model 8 example, the parameter count, a first look
+// the same steps at a toy size (d_model 8), the parameter count, a first look
 // at the raw scores Q Kᵀ that chapter 2 will scale, how positions relate,
 // and last one token's whole path to its attention output, as text and as
 // a diagram (qkv_flow.png). The steps live in steps_*.cpp.

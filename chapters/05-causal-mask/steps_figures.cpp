@@ -21,10 +21,11 @@ void draw_figures(Figures& figures, const FigureData& d) {
     plot::Heatmap mask;
     mask.title = "1. causal mask (1 = allowed)";
     mask.values = as_numbers(d.causal);
-    mask.cblabel = "allowed";
+    // Two kinds of cell, named in a legend (a 0-to-1 colour bar would
+    // suggest values in between).
+    mask.categories = {"hidden (0)", "allowed (1)"};
+    mask.category_colours = {"#f2f2f2", "#2171b5"};
     mask.decimals = 0;
-    mask.vmin = 0;
-    mask.vmax = 1;
     plot::Heatmap scores;
     scores.title = "2. masked scores (grey: -inf)";
     scores.values = d.masked_scores;

@@ -18,7 +18,7 @@ namespace sa::ch9 {
 
 namespace {
 
-// The first verse of the Bible, in the training text: its 55 characters
+// The first verse of the Bible, in the training text: its 54 characters
 // fit the default context of 64.
 constexpr std::string_view kVerse = "In the beginning God created the heaven and the earth.";
 
@@ -66,7 +66,7 @@ HeadWeights head_weights(const Gpt& model, const std::string& text, int64_t laye
   return h;
 }
 
-std::string label(char c) { return c == ' ' ? "_" : std::string(1, c); }
+std::string label(char c) { return c == ' ' ? "␣" : std::string(1, c); }
 
 }  // namespace
 
@@ -130,8 +130,13 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
     text += " Every head reads nearer than even weights would: of the context, the last few characters say the "
             "most about the next one.";
   say(text);
+  // The figure labels every character, which fits 32 of them to a panel:
+  // it draws the weights of the verse's first 32 queries over their keys
+  // (whole rows: a query sees no key after it). The numbers in the panels'
+  // titles are the whole verse's, as in the table.
+  const int64_t shown = std::min<int64_t>(int64_t(verse.size()), 32);
   std::vector<std::string> labels;
-  for (char ch : verse) labels.push_back(label(ch));
+  for (char ch : verse.substr(0, size_t(shown))) labels.push_back(label(ch));
   figures.draw("trained_heads.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
     for (const HeadWeights* h : std::vector<const HeadWeights*>{&*previous, word_start}) {
@@ -139,13 +144,16 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
       plot::Heatmap p = plot::weights_heatmap(
           fmt::format("layer {} head {}: {:.0f}% on the previous character, {:.0f}% on the word's start", h->layer,
                       h->head, 100 * h->on_previous, 100 * h->on_word_start),
-          h->W, labels);
+          h->W.topLeftCorner(shown, shown), labels);
       p.cblabel = "weight";
       p.annotate = false;
       panels.push_back(p);
     }
-    return plot::heatmap_grid(path, "Two trained heads of the GPT over Genesis 1:1 (query rows, key columns; _ is a space)",
-                              1, int(panels.size()), panels, 640);
+    const std::string over =
+        shown < int64_t(verse.size()) ? fmt::format("the first {} characters of Genesis 1:1", shown) : "Genesis 1:1";
+    return plot::heatmap_grid(
+        path, fmt::format("Two trained heads of the GPT over {} (query rows, key columns; ␣ is a space)", over), 1,
+        int(panels.size()), panels, 640);
   });
 }
 

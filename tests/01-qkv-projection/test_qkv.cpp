@@ -139,7 +139,12 @@ TEST_CASE("simple_attention: one token, and equal rows", "[ch01][simple_attentio
 TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
   const Matrix table = fx().matrix("embed.table");
   const auto& ids = fx().i64("embed.ids");
-  const Matrix X = embed(table, ids);
+  std::string id_list;
+  for (int64_t id : ids) id_list += (id_list.empty() ? "" : ", ") + std::to_string(id);
+  const Matrix X = [&] {
+    INFO("embed(table " << shape_str(table) << ", ids [" << id_list << "])");  // a crash inside names its input
+    return embed(table, ids);
+  }();
   // A lookup copies: bit for bit, no arithmetic.
   require_close(fmt::format("embed(table {}, {} ids)", shape_str(table), ids.size()), X, fx().matrix("embed.out"),
                 kBitExact);
@@ -194,9 +199,18 @@ TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
   const Matrix X = fx().matrix("lin.X");
   Linear layer = fx().linear("lin");
   const std::string shapes = fmt::format("X {}, W {}", shape_str(X), shape_str(layer.W));
-  require_close(fmt::format("linear(X, W, b) ({})", shapes), linear(X, layer), fx().matrix("lin.Y"), kFloat32);
+  // (INFO inside each call's lambda: a crash inside names the call.)
+  const Matrix Y = [&] {
+    INFO(fmt::format("linear(X, W, b) ({}, b {})", shapes, layer.b->size()));
+    return linear(X, layer);
+  }();
+  require_close(fmt::format("linear(X, W, b) ({})", shapes), Y, fx().matrix("lin.Y"), kFloat32);
   layer.b.reset();
-  require_close(fmt::format("linear(X, W) without bias ({})", shapes), linear(X, layer), fx().matrix("lin.Y_nobias"),
+  const Matrix Y_nobias = [&] {
+    INFO(fmt::format("linear(X, W) without bias ({}, layer.b empty)", shapes));
+    return linear(X, layer);
+  }();
+  require_close(fmt::format("linear(X, W) without bias ({})", shapes), Y_nobias, fx().matrix("lin.Y_nobias"),
                 kFloat32);
 }
 
@@ -207,7 +221,7 @@ TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
   CHECK_THROWS_AS(linear(Matrix::Ones(4, 3), layer), std::invalid_argument);
 }
 
-TEST_CASE("project_qkv: the tutorial's d_model 8, d_k 4 example", "[ch01][project_qkv]") {
+TEST_CASE("project_qkv: the chapter's toy size, d_model 8, d_k 4", "[ch01][project_qkv]") {
   const Matrix X = fx().matrix("small.X");
   Linear W_q = fx().linear("small.W_q"), W_k = fx().linear("small.W_k"), W_v = fx().linear("small.W_v");
   const QKV qkv = project_qkv(X, W_q, W_k, W_v);
@@ -243,7 +257,10 @@ TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][projec
   require_close("W_q", W_q.W, fx().matrix("run.W_q.W"), kBitExact);
   require_close("b_v", Matrix(*W_v.b), fx().matrix("run.W_v.b"), kBitExact);
 
-  const Matrix E = embed(table, ids);
+  const Matrix E = [&] {
+    INFO("embed(the running example's table (5, 64), the ids of \"the cat sat on the mat\")");
+    return embed(table, ids);
+  }();
   const Matrix X = E + positional_encoding(int64_t(ids.size()), 64);
   require_close("X = E + PE (6 tokens, d_model 64)", X, fx().matrix("run.X"), kElementwise);
   const QKV qkv = project_qkv(X, W_q, W_k, W_v);

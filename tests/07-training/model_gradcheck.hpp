@@ -81,12 +81,16 @@ inline void require_directional_derivatives(TinyTransformer& model, Generator& g
     }
     const double numeric = directional_difference(params[k], u, 1e-2f, loss);
     const ModelConfig& c = model.config();
-    INFO(fmt::format("{}{}: <grad, u> = {:.6g}, finite differences {:.6g} (expected within {:.3g}), sum |grad| = "
-                     "{:.3g}; model vocab {}, d_model {}, n_heads {}, n_layers {}, d_ff {}",
-                     names[k], label, analytic, numeric, 2e-3 * norm1, norm1, c.vocab, c.d_model, c.n_heads,
-                     c.n_layers, c.d_ff));
-    CHECK(norm1 > 0.0);
-    CHECK(std::abs(analytic - numeric) <= 2e-3 * norm1);
+    const std::string model_words = fmt::format("model vocab {}, d_model {}, n_heads {}, n_layers {}, d_ff {}", c.vocab,
+                                                c.d_model, c.n_heads, c.n_layers, c.d_ff);
+    // One sentence a failure: which parameter, both numbers, what is allowed.
+    if (!(norm1 > 0.0))
+      FAIL_CHECK(fmt::format("the gradient of {}{} is all zeros ({})", names[k], label, model_words));
+    else if (!(std::abs(analytic - numeric) <= 2e-3 * norm1))
+      FAIL_CHECK(fmt::format("gradient of {}{} in a random direction u: <grad, u> = {:.6g}, finite differences {:.6g}, "
+                             "{:.3g} apart, allowed {:.3g} (2e-3 * sum |grad| = 2e-3 * {:.3g}); {}",
+                             names[k], label, analytic, numeric, std::abs(analytic - numeric), 2e-3 * norm1, norm1,
+                             model_words));
   }
 }
 

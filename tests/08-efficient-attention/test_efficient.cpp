@@ -376,7 +376,10 @@ TEST_CASE("tiled_attention: a later tile far below the running maximum adds almo
   for (int64_t block : {2, 1}) {
     const std::string what =
         fmt::format("tiled_attention(Q = [1], K = [0, 0, -200, -200], V = [1, 2, 3, 4], block {})", block);
-    const TiledAttention t = tiled_attention(Q, K, V, false, block);
+    const TiledAttention t = [&] {
+      INFO(what);  // a throw or a crash inside names the input too
+      return tiled_attention(Q, K, V, false, block);
+    }();
     require_close(what + ".output", t.output, expected, kFloat32);
     require_close(what + ".lse", as_row(t.lse), expected_lse, kFloat32);
   }

@@ -141,8 +141,11 @@ TEST_CASE("adamw_step: five steps of torch.optim.AdamW, a decayed matrix and an 
     for (int t = 1; t <= 5; ++t) {
       adamw_step(W, fx().f32(fmt::format("adamw.{}.gW{}", c.name, t)), mW, vW, t, c.cfg);
       adamw_step(b, fx().f32(fmt::format("adamw.{}.gb{}", c.name, t)), mb, vb, t, no_decay);
-      require_close(fmt::format("W (4, 5) after step {} of adamw_step ({})", t, describe(c.cfg, c.cfg.weight_decay)), W,
-                    fx().f32(fmt::format("adamw.{}.W{}", c.name, t)), kElementwise);
+      // As (4, 5) matrices, so that a failure names the entry [row, column].
+      const std::vector<float>& W_t = fx().f32(fmt::format("adamw.{}.W{}", c.name, t));
+      require_close(fmt::format("W (4, 5) after step {} of adamw_step ({})", t, describe(c.cfg, c.cfg.weight_decay)),
+                    Matrix(Eigen::Map<const Matrix>(W.data(), 4, 5)),
+                    Matrix(Eigen::Map<const Matrix>(W_t.data(), 4, 5)), kElementwise);
       require_close(fmt::format("b (5) after step {} of adamw_step ({})", t, describe(c.cfg, 0.0)), b,
                     fx().f32(fmt::format("adamw.{}.b{}", c.name, t)), kElementwise);
     }

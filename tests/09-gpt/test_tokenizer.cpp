@@ -62,10 +62,12 @@ TEST_CASE("build_vocab: every character once, sorted by code point, as Python's 
   const std::vector<int64_t>& expected = fx().i64("tok.chars");
   std::vector<int64_t> got;
   for (char32_t c : vocab.chars) got.push_back(int64_t(c));
-  INFO("build_vocab of the text of ch09_gpt.py (ASCII, é, —, Ἀ, 😀; 1 to 4 UTF-8 bytes)\n  got code points      "
-       << list(got) << "\n  expected code points " << list(expected)
-       << "\n(bytes instead of characters give 0xC3 and other lead bytes; unsorted ids depend on first appearance)");
-  CHECK(got == expected);
+  // (A failure is one sentence: what came out, what was expected.)
+  if (got != expected)
+    FAIL_CHECK("build_vocab of the text of ch09_gpt.py (ASCII, é, —, Ἀ, 😀; 1 to 4 UTF-8 bytes) gave the code points "
+               << list(got) << ", expected " << list(expected)
+               << " (bytes instead of characters give 0xC3 and other lead bytes; unsorted ids depend on first "
+                  "appearance)");
 }
 
 TEST_CASE("build_vocab: a text of one repeated character has a vocabulary of one", "[ch09][build_vocab]") {
@@ -90,18 +92,18 @@ TEST_CASE("encode: the ids of a second text are Python's stoi of each character"
   const CharVocab vocab = build_vocab(kText);
   const std::vector<int64_t> got = encode(vocab, kSecond);
   const std::vector<int64_t>& expected = fx().i64("tok.ids");
-  INFO("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\")\n  got      "
-       << list(got) << "\n  expected " << list(expected) << "\n(one id per character, not per byte: 24 ids)");
-  CHECK(got == expected);
+  if (got != expected)
+    FAIL_CHECK("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\") gave "
+               << list(got) << ", expected " << list(expected) << " (one id per character, not per byte: 24 ids)");
 }
 
 TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[ch09][decode]") {
   const CharVocab vocab = build_vocab(kText);
   for (const std::string& text : {kText, kSecond, std::string("a"), std::string("\xf0\x9f\x98\x80")}) {
     const std::string back = decode(vocab, encode(vocab, text));
-    INFO("decode(encode(\"" << text << "\")) gave \"" << back << "\" (" << back.size() << " bytes, expected "
-                            << text.size() << ")");
-    CHECK(back == text);
+    if (back != text)
+      FAIL_CHECK("decode(encode(\"" << text << "\")) gave \"" << back << "\" (" << back.size() << " bytes, expected "
+                                  << text.size() << ")");
   }
   const std::vector<int64_t> none;
   INFO("decode of no ids gives an empty text");
@@ -111,8 +113,7 @@ TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[c
 TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
   const CharVocab vocab = build_vocab(kText);
   const std::string got = decode(vocab, fx().i64("tok.ids"));
-  INFO("decode(tok.ids) gave \"" << got << "\", expected \"" << kSecond << "\"");
-  CHECK(got == kSecond);
+  if (got != kSecond) FAIL_CHECK("decode(tok.ids) gave \"" << got << "\", expected \"" << kSecond << "\"");
 }
 
 TEST_CASE("encode: a character outside the vocabulary is refused in one line naming it and its position",

@@ -123,5 +123,8 @@ TEST_CASE("each Eigen check has its sentence", "[checker]") {
         ".row(i) with i outside the matrix's rows (i must be at least 0 and below rows())");
   CHECK(explain_assertion("lhs.cols() == rhs.rows() && \"invalid matrix product\"", "").starts_with("a matrix product A * B"));
   CHECK(explain_assertion("index >= 0 && index < size()", "") == "v(i) with i outside the vector (i must be in [0, size()))");
+  CHECK(explain_assertion("this->_M_is_engaged()", "").starts_with("an empty std::optional read with * or ->"));
+  CHECK(explain_assertion("__builtin_expect(!this->empty(), true)", "") ==
+        "front(), back() or pop_back() of an empty std::vector");
   CHECK(explain_assertion("n > 0", "").empty());
 }

@@ -102,19 +102,23 @@ std::pair<std::string, std::string> call_and_type(const std::string& expression)
 // A failed comparison CHECK(a == b), which Catch2 reports as the expression
 // and its expansion ("differ == 0" and "33 == 0"), as one sentence without
 // operators: "expected differ to be 0, got 33". Empty when the expression is
-// not one comparison whose operator appears once in both texts.
+// not one comparison whose operator appears once in both texts. (Catch2
+// writes a long expansion on three lines, "lhs\n==\nrhs": the operator
+// between line ends counts too.)
 std::string comparison_sentence(const std::string& expression, const std::string& expanded) {
   static const std::pair<const char*, const char*> kOperators[] = {
       {" == ", "to be"},        {" != ", "to differ from"}, {" <= ", "to be at most"},
       {" >= ", "to be at least"}, {" < ", "to be below"},     {" > ", "to be above"}};
   for (const auto& [op, words] : kOperators) {
-    const auto at = expression.find(op), at_value = expanded.find(op);
-    if (at == std::string::npos || at_value == std::string::npos) continue;
     const std::string op_text(op);
-    if (expression.find(op_text, at + 1) != std::string::npos || expanded.find(op_text, at_value + 1) != std::string::npos)
+    std::string value_op = op_text;
+    if (expanded.find(value_op) == std::string::npos) value_op = "\n" + op_text.substr(1, op_text.size() - 2) + "\n";
+    const auto at = expression.find(op_text), at_value = expanded.find(value_op);
+    if (at == std::string::npos || at_value == std::string::npos) continue;
+    if (expression.find(op_text, at + 1) != std::string::npos || expanded.find(value_op, at_value + 1) != std::string::npos)
       return "";
     const std::string left = expression.substr(0, at), right = expression.substr(at + op_text.size());
-    const std::string left_value = expanded.substr(0, at_value), right_value = expanded.substr(at_value + op_text.size());
+    const std::string left_value = expanded.substr(0, at_value), right_value = expanded.substr(at_value + value_op.size());
     // Values Catch2 cannot print (a matrix row) show as "{?}": then only the claim.
     if (left_value.find("{?}") != std::string::npos || right_value.find("{?}") != std::string::npos)
       return "expected " + left + " " + words + " " + right + ", and it was not";

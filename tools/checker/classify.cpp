@@ -138,6 +138,11 @@ std::string explain_assertion(const std::string& a, const std::string& output) {
   if (a.starts_with("size() == other.size()")) return "a dot product of two vectors of different lengths";
   if (a.find("Invalid sizes when resizing a matrix or array") != std::string::npos)
     return "a matrix made with a negative number of rows or columns";
+  // The standard library's own checks (on in the exercises' build too).
+  if (a.find("_M_is_engaged()") != std::string::npos)
+    return "an empty std::optional read with * or -> (it holds no value: test it first, as in if (layer.b))";
+  if (a.find("!this->empty()") != std::string::npos)
+    return "front(), back() or pop_back() of an empty std::vector";
   return "";
 }
 
