@@ -502,10 +502,37 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
       if (in_title.empty()) continue;
       const bool shares = std::any_of(in_title.begin(), in_title.end(),
                                       [&](const std::string& w) { return in_sentence.count(w) > 0; });
-      if (!shares)
+      if (!shares) {
         problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where +
                                       ", but its sentence shares no word with that title: is the number right? "
                                       "(if it is, quote the title after it: " + m.str() + " (\"" + title + "\"))"});
+        continue;
+      }
+      // A sentence may name two sections' subjects ("step 5's learning
+      // rate, with clipping and AdamW"): then the clause around the
+      // reference decides. Two words there or more from another section's
+      // title, and none from this one's, mean the number is wrong. (One
+      // word is not enough: "the weights of step 2" is right even when
+      // another title says "weights".)
+      const auto is_delimiter = [](char c) { return c == ',' || c == ';' || c == ':' || c == '(' || c == ')'; };
+      size_t c_begin = at, c_end = at + size_t(m.length(0));
+      while (c_begin > begin && !is_delimiter(text[c_begin - 1])) --c_begin;
+      while (c_end < end && !is_delimiter(text[c_end])) ++c_end;
+      const std::string clause = text.substr(c_begin, c_end - c_begin);
+      const std::set<std::string> in_clause = content_words(clause);
+      const auto shared_with_clause = [&](const std::string& t) {
+        const std::set<std::string> words = content_words(t);
+        return std::count_if(words.begin(), words.end(), [&](const std::string& w) { return in_clause.count(w) > 0; });
+      };
+      if (shared_with_clause(title) > 0) continue;
+      for (const auto& [other, other_title] : h)
+        if (other != numbers[0] && shared_with_clause(other_title) >= 2) {
+          problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where + ", but the words beside it (\"" +
+                                        clause + "\") are those of section " + std::to_string(other) + ", \"" +
+                                        other_title + "\": is the number right? (if it is, quote the title after it: " +
+                                        m.str() + " (\"" + title + "\"))"});
+          break;
+        }
     }
   }
   return problems;
@@ -631,6 +658,13 @@ int self_test() {
   expect_refs("another chapter's missing section", "Chapter 2's step 5 divides the scores.", 1);
   expect_refs("another chapter's section, about something else", "Chapter 2's step 1 is about the gradient.", 1);
   expect_refs("a sentence ends at a period", "Step 8 measures the vanishing gradient. Temperature is step 6.", 0);
+  expect_refs("the words beside it are another section's",
+              "The vanishing gradient measured in step 6, at every temperature, is small.", 1);
+  expect_refs("the words beside it are its own, the sentence names another",
+              "Step 8's vanishing gradient, not the gradient of softmax, is measured.", 0);
+  expect_refs("one word beside it from another title is not enough",
+              "The gradient of step 6 flattens with the temperature.", 0);
+  expect_refs("nothing beside it names a section", "As step 7 shows, the gradient is exact.", 0);
   std::cout << (failures == 0 ? "readme_check: every self-test passed\n" : "readme_check: self-test failed\n");
   return failures == 0 ? 0 : 1;
 }
