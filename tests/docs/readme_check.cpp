@@ -36,7 +36,9 @@
 //     is")`), which must be the heading's title, or a word of four letters
 //     or more that its sentence shares with the title. So "Section 6 says
 //     why: every entry of J is 0" fails when section 6 is "Temperature" and
-//     the gradient is section 7. In prose, "step N" therefore always means a
+//     the gradient is section 7. The clause around the reference must not
+//     hold two or more words of another section's title and none of its
+//     own ("the positional encoding of step 3", when step 5 adds it). In prose, "step N" therefore always means a
 //     section: an optimizer's first step is "the first step".
 //
 // Every problem is printed with the README's line number; the exit status
