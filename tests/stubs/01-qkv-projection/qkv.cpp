@@ -14,18 +14,17 @@ RowVector context_vector(const Matrix& X, int64_t query_index) {
   // TODO: score every token j against the query (a dot product of two rows of X),
   // turn the scores into weights with softmax, and mix the rows of X with them.
   SA_TODO("context_vector",
-          "the score of token j is the dot product of the query's row with row j (the query's own row "
-          "included); a weight is exp(its score) divided by the sum of all the exps; the context adds up "
-          "the rows of X, each times its weight. A query_index outside [0, X.rows()) is std::out_of_range");
+          "scores by dot products with the query's row (its own included), weights by softmax, then the "
+          "weighted sum of the rows; refuse a query_index outside the tokens "
+          "(more: ./book hint 1 context_vector)");
 }
 
 SimpleAttention simple_attention(const Matrix& X) {
   // TODO: the same for all queries at once: the score matrix, a softmax along
   // each of its rows, then the weights times X.
   SA_TODO("simple_attention",
-          "one matrix product gives every query's scores, (seq_len, seq_len); the softmax runs along each "
-          "row (row i belongs to query i, so it must sum to 1); one more product mixes the rows of X. Row i "
-          "must equal your context_vector(X, i)");
+          "every query's scores in one product, a softmax along each row, one more product to mix the rows; "
+          "row i must equal your context_vector(X, i) (more: ./book hint 1 simple_attention)");
 }
 
 Matrix embed(const Matrix& table, const std::vector<int64_t>& ids) {
