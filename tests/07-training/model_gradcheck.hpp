@@ -5,6 +5,7 @@
 #include "07-training/model.hpp"
 #include "sa/gradcheck.hpp"
 #include "sa/rng.hpp"
+#include "support/compare.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -16,6 +17,25 @@
 #include <vector>
 
 namespace sa::test {
+
+// Gradients compared with PyTorch (or another path to the same gradient):
+// float32 sums in a different order, and gradients that partly cancel
+// (LayerNorm's backward subtracts means), so the allowed error is relative to
+// the tensor's largest gradient: 1e-5 of it, plus kFloat32's 1e-4 of each
+// entry. The reference solution differs from PyTorch by at most 5e-7 of the
+// largest gradient (twenty times inside); a sign, factor or transposition
+// error is of the order of the gradient itself. `actual` is read in
+// `expected`'s shape, so that a failure names the entry as [row, column].
+inline void require_close_gradient(const std::string& what, std::span<const float> actual, const Matrix& expected) {
+  const double scale = expected.size() > 0 ? double(expected.cwiseAbs().maxCoeff()) : 0.0;
+  const Tolerance tol{1e-5 * scale, 1e-4};
+  if (int64_t(actual.size()) != expected.size()) {
+    require_close(what, std::vector<float>(actual.begin(), actual.end()),
+                  std::vector<float>(expected.data(), expected.data() + expected.size()), tol);
+    return;
+  }
+  require_close(what, Matrix(Eigen::Map<const Matrix>(actual.data(), expected.rows(), expected.cols())), expected, tol);
+}
 
 // The small model of the gradient checks: vocab 9, 7 positions, d_model 8,
 // 2 heads, 2 layers, d_ff 12, its weights re-drawn N(0, 0.3²) (larger than

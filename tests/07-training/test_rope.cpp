@@ -44,12 +44,6 @@ const Fixtures& fx() {
   return f;
 }
 
-void require_close_gradient(const std::string& what, std::span<const float> actual, const std::vector<float>& expected) {
-  double scale = 0.0;
-  for (float e : expected) scale = std::max(scale, double(std::abs(e)));
-  require_close(what, std::vector<float>(actual.begin(), actual.end()), expected, Tolerance{1e-5 * scale, 1e-4});
-}
-
 // A (rows, cols) matrix of N(0, 1) draws.
 Matrix random_matrix(Generator& gen, int64_t rows, int64_t cols) { return gen.randn(rows, cols); }
 
@@ -97,7 +91,7 @@ void check_model_against_pytorch(PositionEncoding position) {
   CHECK(model.loss(targets) == Approx(fx().scalar(prefix + "loss")).epsilon(1e-5));
   model.backward();
   for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
-    require_close_gradient("gradient of " + name, g, fx().f32(prefix + "grad." + name));
+    require_close_gradient("gradient of " + name, g, fx().matrix(prefix + "grad." + name));
   });
 }
 

@@ -120,19 +120,6 @@ void require_gradient(const std::string& what, const float* analytic, const std:
   SUCCEED();
 }
 
-// Gradients compared with PyTorch: float32 sums in a different order, and
-// gradients that partly cancel (LayerNorm's backward subtracts means), so
-// the allowed error is relative to the tensor's largest gradient: 1e-5 of
-// it, plus kFloat32's 1e-4 of each entry. The reference solution differs
-// from PyTorch by at most 5e-7 of the largest gradient (twenty times
-// inside); a sign, factor or transposition error is of the order of the
-// gradient itself.
-void require_close_gradient(const std::string& what, std::span<const float> actual, const std::vector<float>& expected) {
-  double scale = 0.0;
-  for (float e : expected) scale = std::max(scale, double(std::abs(e)));
-  require_close(what, std::vector<float>(actual.begin(), actual.end()), expected, Tolerance{1e-5 * scale, 1e-4});
-}
-
 LayerNorm fixture_layernorm() {
   LayerNorm ln = make_layernorm(fx().matrix("ln.gamma").cols());
   ln.gamma = RowVector(fx().matrix("ln.gamma"));
@@ -650,7 +637,7 @@ TEST_CASE("model: same initial weights, data, logits, loss and gradients as PyTo
 
   model.backward();
   for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
-    require_close_gradient("gradient of " + name, g, fx().f32("grad." + name));
+    require_close_gradient("gradient of " + name, g, fx().matrix("grad." + name));
   });
 }
 
@@ -676,7 +663,7 @@ TEST_CASE("model: without the causal mask (bidirectional), PyTorch's logits, los
   CHECK(model.loss(targets) == Approx(fx().scalar("bidir.loss")).epsilon(1e-5));
   model.backward();
   for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
-    require_close_gradient("bidirectional gradient of " + name, g, fx().f32("bidir.grad." + name));
+    require_close_gradient("bidirectional gradient of " + name, g, fx().matrix("bidir.grad." + name));
   });
 }
 
@@ -742,8 +729,14 @@ TEST_CASE("model: the training forward (only the rows the loss needs) changes no
   require_shape("training logits", model.logits(), int64_t(idx.size()) * f.task.digits, f.cfg.vocab);
   CHECK(loss == Approx(full_loss).epsilon(1e-6));
   model.backward();
-  std::vector<std::vector<float>> expected;
-  for_each_tensor(full_grads, [&](const std::string&, std::span<const float> g) { expected.emplace_back(g.begin(), g.end()); });
+  // The full path's gradients, each in its tensor's shape (a vector as one row).
+  const std::vector<Shape> shapes = tensor_shapes(full_grads);
+  std::vector<Matrix> expected;
+  for_each_tensor(full_grads, [&](const std::string&, std::span<const float> g) {
+    const Shape& s = shapes[expected.size()];
+    const int64_t rows = s.size() == 2 ? s[0] : 1;
+    expected.push_back(Eigen::Map<const Matrix>(g.data(), rows, int64_t(g.size()) / rows));
+  });
   size_t k = 0;
   for_each_tensor(model.grads, [&](const std::string& name, std::span<const float> g) {
     require_close_gradient("training-path gradient of " + name, g, expected[k++]);
@@ -938,7 +931,7 @@ TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch, 
                                          "n_heads {}, n_layers {}, batch 4)",
                                          step, name, c[0], cfg.vocab, cfg.d_model, cfg.n_heads, cfg.n_layers),
                              g,
-                             fx().f32(fmt::format("drop.step{}.grad.{}", step, name)));
+                             fx().matrix(fmt::format("drop.step{}.grad.{}", step, name)));
     });
     adam.step();
   }
