@@ -100,7 +100,7 @@ declare -A options=(
   [08-efficient-attention]="--seq-len --d-k --block --window --gen-tokens --reversal-epochs"
   [08-efficient-attention-bench]="--d-k --min-seq-len --max-seq-len --naive-max-seq-len --block --budget --csv"
   [09-gpt-bench]="--steps --warmup --batch --seq-len --d-model --n-heads --n-layers --gen-chars"
-  [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --seq-len --batch"
+  [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --n-heads --seq-len --batch"
 )
 programs=("${!options[@]}")
 
