@@ -93,6 +93,12 @@ mkdir "$ch9_ckpt/taken.safetensors"
 refuse 09-gpt "--checkpoint: '$ch9_ckpt/taken.safetensors' is a folder, so the checkpoint cannot be saved" \
   --checkpoint "$ch9_ckpt/taken.safetensors" --no-plots
 refuse 09-gpt "--checkpoint is empty: give a file" --checkpoint ""
+# A name that ends in a folder, a folder that is a file, one that takes no
+# files: each failed only at the save, exit 1 after the training.
+refuse 09-gpt "--checkpoint: '$ch9_ckpt/new/' names a folder, not a file" --checkpoint "$ch9_ckpt/new/" --no-plots
+printf 'x' >"$ch9_ckpt/file"
+refuse 09-gpt "--checkpoint '$ch9_ckpt/file' is not a folder" --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
+refuse 09-gpt "--checkpoint '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
 refuse 09-gpt "none.safetensors: train first with" \
   --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
 printf 'not a checkpoint' >"$ch9_ckpt/text.safetensors"
