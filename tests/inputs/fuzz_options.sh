@@ -119,6 +119,7 @@ while [ $((SECONDS - began)) -lt "$seconds" ]; do
   case "$program" in *bench) ;; *) args+=(--no-plots) ;; esac
   # (never over the checkpoints a reader's analyze and the docs tests use)
   [ "$program" != 07-training ] || args+=(--checkpoint-dir "$scratch/checkpoints")
+  [ "$program" != 09-gpt ] || args+=(--checkpoint "$scratch/09-gpt.safetensors")  # (not the reader's 3-minute model)
   n=$((1 + RANDOM % 4))
   declare -A used=()
   for _ in $(seq 1 "$n"); do
