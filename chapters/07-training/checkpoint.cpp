@@ -329,7 +329,16 @@ void require_checkpoint_targets(const std::string& flag, const std::vector<Check
       throw UsageError(fmt::format("{}: '{}' is not a regular file (a pipe, a socket or a device?), so the "
                                    "checkpoint cannot replace it",
                                    flag, printable(t.path)));
+    // A name that ends in a folder ("new/"), or whose folder cannot hold a
+    // file (it is a file, read-only, /proc), would fail only at the save,
+    // after the training: said now, as the folder of chapter 7's
+    // --checkpoint-dir is.
+    const fs::path name = fs::path(t.path).filename();
+    if (name.empty() || name == "." || name == "..")
+      throw UsageError(fmt::format("{}: '{}' names a folder, not a file: give a file name, such as {}/model.safetensors",
+                                   flag, printable(t.path), printable(fs::path(t.path).parent_path().string())));
     const fs::path parent = fs::path(t.path).has_parent_path() ? fs::path(t.path).parent_path() : fs::path(".");
+    require_writable_dir(flag, parent.string());
     by_dir[parent.string()] += t.bytes;
   }
   for (const auto& [dir, needed] : by_dir) {

@@ -160,7 +160,8 @@ uint64_t checkpoint_size_bound(const ModelConfig& cfg, uint64_t token_bytes);
 
 // Checks before any training that the run can save what it trains, and
 // refuses with one line (UsageError, naming `flag`) otherwise: a target
-// whose name a folder or a non-regular file already takes, or a file system
+// whose name a folder or a non-regular file already takes, a name that ends
+// in a folder, a folder that cannot be created or written, or a file system
 // with less room than the targets need together, plus 1 MiB.
 void require_checkpoint_targets(const std::string& flag, const std::vector<CheckpointTarget>& targets);
 // The room rule on its own: "" when `available` bytes hold `needed`, or why not.

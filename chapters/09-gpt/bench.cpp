@@ -86,8 +86,9 @@ StepCount step_count(const GptConfig& c, int64_t batch) {
 // program's rates (steps_run.cpp: 3e10 operations a second, 1.5 us a token
 // for what is not a product), plus a cost per head: each head of each
 // sequence is a call of chapter 8's tiled attention, forward and backward,
-// with its copies and allocations, about 30 us here beside the products (64
-// heads of width 1 took 140 ms a step, four times the rates' estimate).
+// with its copies, allocations and softmax, the chapter program's
+// head_call_seconds (26 us at seq_len 64, 650 us at 512: a flat 30 us
+// estimated 64 heads over 512 characters at a third of their time).
 // Then: the timed and warm-up steps, generation both ways (without the
 // cache each character is a forward over its whole context, a third of a
 // step's work on one sequence), the peak measurements, and the twin (about
@@ -96,7 +97,8 @@ RunEstimate estimate(const BenchOptions& o) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
   const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
-  const double step = step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6 + head_calls * 30e-6;
+  const double step =
+      step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6 + head_calls * ch9::head_call_seconds(c.seq_len);
   const double forward_one_sequence = step / double(o.model.batch) / 3.0;
   RunEstimate e;
   e.seconds = double(o.steps + o.warmup) * step + 2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence +

@@ -74,6 +74,20 @@ inline double seconds_since(Clock::time_point t0) {
 // The run's cost on one core, estimated from the options alone (for
 // Cli::check_budget, before any work).
 RunEstimate run_estimate(const Options& o);
+// What one head of one sequence costs in one layer's training step, forward
+// and backward, beside the products run_estimate counts: each is a call of
+// chapter 8's tiled attention with its copies, its softmax over T x T
+// scores and their gradient (run_estimate and the benchmark's estimate).
+inline double head_call_seconds(int64_t seq_len) {
+  // Fitted to steps of 1 to 1024 characters and 1 to 128 heads (09-gpt-bench,
+  // one core): 1.2 us a head at T = 1, 26 us at 64, 650 us at 512. The
+  // operation counts miss it because a head's softmax and its copies do not
+  // shrink with its width: 128 heads of width 1 took 2.7 times the step of 4
+  // heads of width 32, and 64 layers of 64 sequences of one character 8 times
+  // the counts' estimate.
+  const double T = double(seq_len);
+  return 1e-6 + 0.25e-6 * T + 2.5e-9 * T * T;
+}
 
 // Step 1: where the text came from, its size, SHA-256 and split.
 void text_demo(const Text& t);

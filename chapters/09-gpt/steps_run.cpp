@@ -23,12 +23,17 @@ namespace sa::ch9 {
 // layer; an evaluation or a generated character is a forward only, a third.
 // The default run did 8.0e12 of them in 163 s of steps (49 GFLOP/s), and a
 // model of d_model 16 spent about 1.3 us a token on what is not a product.
-// So the default run is estimated at 4.6 min for the 2.9 it took; a run over
-// 512-character contexts at 1.4 s a step, as it took.
+// So the default run is estimated at 5.0 min (with the heads and layers of
+// run_estimate) for the 2.9 it took; a run over 512-character contexts at
+// 1.4 s a step, as it took.
 namespace {
 constexpr double kOperationsPerSecond = 3.0e10;
 constexpr double kSecondsPerToken = 1.5e-6;  // LayerNorm, GELU, softmax, AdamW, copies: not products
 constexpr double kSetupSeconds = 5.0;        // reading (or preparing) the text, steps 1 to 6
+// A layer's share of a step that no token or head count sees (AdamW over
+// its tensors, the norms, the clipping): 64 layers of width 8 on one
+// character took 0.5 ms a step.
+constexpr double kSecondsPerLayerStep = 8e-6;
 }  // namespace
 
 RunEstimate run_estimate(const Options& o) {
@@ -41,8 +46,16 @@ RunEstimate run_estimate(const Options& o) {
   const double evaluations = double(iters / o.eval_interval) + 3.0;  // step 8, every interval, the end
   const double forwards = evaluations * double(o.eval_iters) * B * T + double(o.gen_chars) * T;
   RunEstimate e;
+  // Then what the heads and layers cost beyond the counts: in each training
+  // step, and a third of that for each sequence only read forward (a row of
+  // a validation batch; a generated character, with and without the cache,
+  // at most a forward over its context; the two samples of 100 in step 10).
+  const double heads = layers * double(o.n_heads) * head_call_seconds(o.seq_len);
+  const double forward_sequences = evaluations * double(o.eval_iters) * B + 2.0 * double(o.gen_chars) + 200.0;
   e.seconds = (trained * per_token + forwards * per_token / 3.0) / kOperationsPerSecond +
-              (trained + forwards / 3.0) * kSecondsPerToken + kSetupSeconds;
+              (trained + forwards / 3.0) * kSecondsPerToken + kSetupSeconds +
+              double(iters) * (B * heads + layers * kSecondsPerLayerStep) +
+              forward_sequences * (heads + layers * kSecondsPerLayerStep) / 3.0;
   // Parameters, gradients and AdamW's two moments; one step's activations
   // (about 30 floats a token and layer of width d, the logits); the text's
   // ids (8 bytes a character) and the text itself.

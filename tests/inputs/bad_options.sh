@@ -71,6 +71,15 @@ refuse 09-gpt "--prompt: character 'X' at position 0 is not in the vocabulary of
 refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --eval-iters 20 would take about" \
   --iters 100000 --no-plots
 refuse 09-gpt "--prompt is empty: give a text" --prompt ""
+# Heads and layers cost beyond their operations (a head's softmax and copies
+# do not shrink with its width): 200000 steps of 64 layers on one character
+# (20-30 min) and 128 heads of width 1 in 8 layers (about 20 min) were
+# estimated at 3 and 9 min.
+refuse 09-gpt "--iters 200000 --batch 64 --seq-len 1 --d-model 8 --n-layers 64 --eval-iters 1 would take about" \
+  --iters 200000 --batch 64 --seq-len 1 --d-model 8 --n-heads 1 --n-layers 64 --eval-iters 1 --no-plots
+refuse 09-gpt "--n-layers 8 --eval-iters 20 would take about" --n-heads 128 --n-layers 8 --no-plots
+refuse 09-gpt-bench "--steps 5000 --warmup 5 --batch 2 --seq-len 512 --d-model 64 --n-layers 2 --gen-chars 256 would take about" \
+  --steps 5000 --batch 2 --seq-len 512 --d-model 64 --n-heads 64 --n-layers 2
 ch9_data=$(mktemp -d)
 printf 'Ge1:1 not the text\n' >"$ch9_data/kjv.txt"
 refuse 09-gpt "has 19 bytes, expected 4137850: it is damaged (delete it" --data-dir "$ch9_data" --no-plots
@@ -84,6 +93,12 @@ mkdir "$ch9_ckpt/taken.safetensors"
 refuse 09-gpt "--checkpoint: '$ch9_ckpt/taken.safetensors' is a folder, so the checkpoint cannot be saved" \
   --checkpoint "$ch9_ckpt/taken.safetensors" --no-plots
 refuse 09-gpt "--checkpoint is empty: give a file" --checkpoint ""
+# A name that ends in a folder, a folder that is a file, one that takes no
+# files: each failed only at the save, exit 1 after the training.
+refuse 09-gpt "--checkpoint: '$ch9_ckpt/new/' names a folder, not a file" --checkpoint "$ch9_ckpt/new/" --no-plots
+printf 'x' >"$ch9_ckpt/file"
+refuse 09-gpt "--checkpoint '$ch9_ckpt/file' is not a folder" --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
+refuse 09-gpt "--checkpoint '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
 refuse 09-gpt "none.safetensors: train first with" \
   --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
 printf 'not a checkpoint' >"$ch9_ckpt/text.safetensors"

@@ -100,7 +100,7 @@ declare -A options=(
   [08-efficient-attention]="--seq-len --d-k --block --window --gen-tokens --reversal-epochs"
   [08-efficient-attention-bench]="--d-k --min-seq-len --max-seq-len --naive-max-seq-len --block --budget --csv"
   [09-gpt-bench]="--steps --warmup --batch --seq-len --d-model --n-heads --n-layers --gen-chars"
-  [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --seq-len --batch"
+  [09-gpt]="--seed --temperature --top-k --sample-chars --quick --iters --gen-chars --n-layers --d-model --n-heads --seq-len --batch"
 )
 programs=("${!options[@]}")
 
@@ -119,6 +119,7 @@ while [ $((SECONDS - began)) -lt "$seconds" ]; do
   case "$program" in *bench) ;; *) args+=(--no-plots) ;; esac
   # (never over the checkpoints a reader's analyze and the docs tests use)
   [ "$program" != 07-training ] || args+=(--checkpoint-dir "$scratch/checkpoints")
+  [ "$program" != 09-gpt ] || args+=(--checkpoint "$scratch/09-gpt.safetensors")  # (not the reader's 3-minute model)
   n=$((1 + RANDOM % 4))
   declare -A used=()
   for _ in $(seq 1 "$n"); do
