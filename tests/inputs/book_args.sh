@@ -46,6 +46,8 @@ refuse "which chapter?" run
 refuse "no chapter '42'" run 42
 refuse "bench: --csv is an option of chapter 8's benchmark only: ./book bench 8 --csv" bench --csv
 refuse "bench: no benchmark has the option '--bogus'" bench --bogus
+refuse "bench: --csv is an option of chapter 8's benchmark only: ./book bench 8 --csv" bench 9 --csv
+refuse "bench: --steps is an option of the benchmarks of chapters 7 and 9 only: ./book bench 7 --steps 5" bench --steps 5
 refuse "help takes no arguments, got 'x'" help x
 refuse "test takes no arguments" test --now
 refuse "plots takes at most one chapter number" plots 1 2
