@@ -67,6 +67,9 @@ RunEstimate run_estimate(const Options& o) {
 
 namespace {
 
+// "1 iteration", "200 iterations".
+std::string iterations(int64_t n) { return n == 1 ? "1 iteration" : fmt::format("{} iterations", n); }
+
 // The progress line of the run, only on a terminal: redrawn in place.
 class RunProgress {
  public:
@@ -123,21 +126,36 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
                     first, o.iters, opt.steps(), o.iters, o.iters, o.iters, resume->iters));
   }
   constexpr double kClip = 1.0;
-  say(fmt::format("{} iterations, each on a batch of {} x {} characters drawn from the generator that drew the "
+  say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
-                  "warm-up over {} iterations to {:g}, cosine down to {:g}. Every {} iterations, the loss on the "
-                  "same {} validation batches (seed + 1) and the mean loss of the training batches since the "
+                  "warm-up over {} to {:g}, cosine down to {:g}. {}, the loss on the "
+                  "same {} (seed + 1) and the mean loss of the training batches since the "
                   "last line; at the first line and half-way, 100 characters the model writes after the prompt.",
-                  o.iters - first, o.batch, o.seq_len, kClip, adamw.weight_decay, schedule.warmup_iters, schedule.lr,
-                  schedule.min_lr, o.eval_interval, o.eval_iters));
+                  iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
+                  iterations(schedule.warmup_iters),
+                  schedule.lr, schedule.min_lr,
+                  o.eval_interval == 1 ? std::string("After every iteration")
+                                       : fmt::format("Every {} iterations", o.eval_interval),
+                  o.eval_iters == 1 ? std::string("validation batch")
+                                    : fmt::format("{} validation batches", o.eval_iters)));
   if (o.dropout > 0)
     say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
                     "branch's entries (chapter 6's dropout, its masks from the batches' generator); the validation "
                     "loss and the samples run without it.",
                     o.dropout));
+  // At most about 100 lines of the table, whatever --eval-interval: every
+  // evaluation goes into the figure, every print_every-th into the table
+  // (and the first, the half-way sample's and the last).
+  const int64_t evaluations = (o.iters - first) / o.eval_interval + 2;
+  const int64_t print_every = (evaluations + 99) / 100;
+  if (print_every > 1)
+    say(fmt::format("With --eval-interval {} that is {} validation losses: the table shows every {}th (its training "
+                    "loss the mean since the evaluation before it), the figure all of them.",
+                    o.eval_interval, evaluations, print_every));
   // (The learning rate of each iteration is step 4's schedule: not repeated here.)
   fmt::print("  {:>9}  {:>10}  {:>8}  {:>8}\n", "iteration", "train loss", "val loss", "time");
+  int64_t evaluated = 0;
   RunProgress progress(first, o.iters);
   Batch b;
   std::vector<double> eval_it, val_losses, train_it, train_losses;
@@ -150,12 +168,15 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
       Generator eval_gen(seed + 1);
       const double val = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
       eval_seconds += seconds_since(t0);
-      progress.clear();
-      const std::string train = train_n ? fmt::format("{:.4f}", train_sum / double(train_n)) : "-";
-      fmt::print("  {:>9}  {:>10}  {:>8.4f}  {:>6.1f} s\n", it, train, val, seconds_since(start));
       // What the model writes before training and half-way (step 11 shows the end).
-      if (it == first || it == o.iters / 2 / o.eval_interval * o.eval_interval) training_sample(model, vocab, o, seed, it);
-      std::fflush(stdout);
+      const bool sample = it == first || it == o.iters / 2 / o.eval_interval * o.eval_interval;
+      if (evaluated++ % print_every == 0 || sample || it == o.iters) {
+        progress.clear();
+        const std::string train = train_n ? fmt::format("{:.4f}", train_sum / double(train_n)) : "-";
+        fmt::print("  {:>9}  {:>10}  {:>8.4f}  {:>6.1f} s\n", it, train, val, seconds_since(start));
+        if (sample) training_sample(model, vocab, o, seed, it);
+        std::fflush(stdout);
+      }
       eval_it.push_back(double(it));
       val_losses.push_back(val);
       if (train_n) {
@@ -178,9 +199,9 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   }
   const int64_t done = o.iters - first;
   const double tokens = double(done * o.batch * o.seq_len);
-  fmt::print("  {} iterations: {:.1f} s of training steps, {:.1f} ms a step ({:.0f} characters a second); "
+  fmt::print("  {}: {:.1f} s of training steps, {:.1f} ms a step ({:.0f} characters a second); "
              "{:.1f} s of validation\n",
-             done, step_seconds, 1e3 * step_seconds / double(done), tokens / step_seconds, eval_seconds);
+             iterations(done), step_seconds, 1e3 * step_seconds / double(done), tokens / step_seconds, eval_seconds);
   fmt::print("  validation loss {:.4f} {}, {:.4f} after (ln({}) = {:.4f})\n", val_losses.front(),
              first ? fmt::format("at iteration {}", first) : "before training", val_losses.back(), kVocabSize,
              std::log(double(kVocabSize)));
