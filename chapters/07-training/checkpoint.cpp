@@ -254,7 +254,7 @@ void save_file_atomically(const std::string& path, std::span<const uint8_t> byte
   namespace fs = std::filesystem;
   const fs::path target(path);
   const auto fail = [&](const std::string& what, int error) {
-    return std::runtime_error(fmt::format("cannot save the checkpoint '{}': {}{}", printable(path), what,
+    return std::runtime_error(fmt::format("cannot save '{}': {}{}", printable(path), what,
                                           error ? ": " + std::generic_category().message(error) : ""));
   };
   if (target.filename().empty() || target.filename() == "." || target.filename() == "..")

@@ -2,6 +2,8 @@
 // stripping the references, and the files of build/data/ (data.hpp).
 #include "09-gpt/data.hpp"
 
+#include "07-training/checkpoint.hpp"
+
 #include "sa/cli.hpp"
 #include "sa/paths.hpp"
 
@@ -122,21 +124,15 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// Written to a temporary name and renamed: a run killed while writing
-// leaves the old file or none, never half of one.
+// Written as the checkpoints are (chapter 7's save_file_atomically): to a
+// temporary file, then renamed, so a run killed while writing leaves the old
+// file or none, never half of one, and a later run removes what it left.
 void write_file(const fs::path& path, std::string_view bytes) {
-  const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw UsageError(fmt::format("cannot write {} (is the disk full?)", shown_path(path.string())));
-    }
+  try {
+    save_file_atomically(path.string(), {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
   }
-  fs::rename(tmp, path);
 }
 
 bool on_path(const std::string& program) {
