@@ -38,7 +38,9 @@
 //     why: every entry of J is 0" fails when section 6 is "Temperature" and
 //     the gradient is section 7. The clause around the reference must not
 //     hold two or more words of another section's title and none of its
-//     own ("the positional encoding of step 3", when step 5 adds it). In prose, "step N" therefore always means a
+//     own ("the positional encoding of step 3", when step 5 adds it), and
+//     no title the sentence does not name may share two words more with it
+//     than the referenced one. In prose, "step N" therefore always means a
 //     section: an optimizer's first step is "the first step".
 //
 // Every problem is printed with the README's line number; the exit status
@@ -526,7 +528,29 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
         const std::set<std::string> words = content_words(t);
         return std::count_if(words.begin(), words.end(), [&](const std::string& w) { return in_clause.count(w) > 0; });
       };
-      if (shared_with_clause(title) > 0) continue;
+      // The sentence as a whole: another title that shares two words more
+      // with it than this one does is the section it is about.
+      const auto shared_with_sentence = [&](const std::string& t) {
+        const std::set<std::string> words = content_words(t);
+        return std::count_if(words.begin(), words.end(), [&](const std::string& w) { return in_sentence.count(w) > 0; });
+      };
+      // (Sections the same sentence names too are not "another": "the
+      // checkpoints (step 8) and the corpus (step 10)".)
+      std::set<int> named_here;
+      for (auto r = std::sregex_iterator(sentence.begin(), sentence.end(), reference); r != std::sregex_iterator(); ++r)
+        if (!(*r)[2].matched || std::stoi((*r)[2].str()) == in) named_here.insert(std::stoi((*r)[4].str()));
+      const auto own = shared_with_sentence(title);
+      bool flagged = false;
+      for (const auto& [other, other_title] : h)
+        if (!named_here.count(other) && shared_with_sentence(other_title) >= own + 2) {
+          problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where +
+                                        ", but its sentence is about section " + std::to_string(other) + ", \"" +
+                                        other_title + "\": is the number right? (if it is, quote the title after it: " +
+                                        m.str() + " (\"" + title + "\"))"});
+          flagged = true;
+          break;
+        }
+      if (flagged || shared_with_clause(title) > 0) continue;
       for (const auto& [other, other_title] : h)
         if (other != numbers[0] && shared_with_clause(other_title) >= 2) {
           problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where + ", but the words beside it (\"" +
@@ -667,6 +691,10 @@ int self_test() {
   expect_refs("one word beside it from another title is not enough",
               "The gradient of step 6 flattens with the temperature.", 0);
   expect_refs("nothing beside it names a section", "As step 7 shows, the gradient is exact.", 0);
+  expect_refs("the sentence is about another section",
+              "Step 6 measures the vanishing gradient of softmax.", 1);
+  expect_refs("the sentence names the other section too",
+              "Step 6 sets the temperature; step 8 measures the vanishing gradient of softmax.", 0);
   std::cout << (failures == 0 ? "readme_check: every self-test passed\n" : "readme_check: self-test failed\n");
   return failures == 0 ? 0 : 1;
 }
