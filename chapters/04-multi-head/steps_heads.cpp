@@ -62,9 +62,9 @@ Tensor4 weights_per_head(const Input& in, const Tensor4& scores) {
   if (n_heads > printed_heads) fmt::print("  ... ({} more heads)\n", n_heads - printed_heads);
   fmt::print("  every row of every head sums to 1: largest |row sum - 1| {}\n", rounding(worst_sum, 1e-6));
   if (n_heads > 1)
-    say(fmt::format("{} separate attention patterns over the same {} tokens, one per head: a pair of tokens now "
+    say(fmt::format("{} separate attention patterns over the same {}, one per head: a pair of tokens now "
                     "gets {} weights instead of one, each decided in its own {}-dimensional subspace.",
-                    n_heads, seq_len, n_heads, d_k));
+                    n_heads, count_of(seq_len, "token"), n_heads, d_k));
   else
     say("One head, one attention pattern: chapter 3's, over all the columns.");
   return weights;
@@ -94,7 +94,8 @@ Matrix combine(const Input& in, const QKV& qkv, const Heads& heads, const Tensor
   values_line(fmt::format("head outputs[0, {}, {}, 0:{}]", h1, r2, show), head_out.view(0, h1).row(r2).data(), show,
               "");
   values_line(fmt::format("combined[0, {}, {}:{}]", r2, c0, c0 + show), &combined(r2, c0), show,
-              fmt::format("head {} sits in columns {} to {}", h1, c0, c0 + d_k - 1));
+              d_k == 1 ? fmt::format("head {} sits in column {}", h1, c0)
+                       : fmt::format("head {} sits in columns {} to {}", h1, c0, c0 + d_k - 1));
   fmt::print("  combine_heads(split_heads(Q)) == Q, bit for bit: {}\n", yes_no(combine_heads(Q_h) == Q));
   say("This is Concat(head_0, ..., head_{n_heads-1}): each token's row holds its head vectors side by side, the exact "
       "inverse of the split (PyTorch: transpose(1, 2), then contiguous().view(batch, seq, d_model)).");

@@ -50,12 +50,12 @@ std::vector<HeadStats> what_each_head_does(const Input& in, const QKV& qkv, cons
   stats_row(fmt::format("one head, d_k {}", d_model), one);
   fmt::print("  {:<18} {:>8.4f} {:>8} {:>8} {:>10} {:>7.4f}\n", "uniform row", log_n, "", "", log_n > 0 ? "1.0000" : "-",
              1.0 / double(seq_len));
-  say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} keys can have) and focus, the mean "
+  say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} can have) and focus, the mean "
                   "largest weight (1/{} = {:.4f} for uniform rows, 1 for one-hot). The last row but one is "
                   "chapter 3's single attention over all {} columns, for comparison. Untrained, the weights "
                   "are drawn at random, so whatever differs between heads is chance. Training is what makes them specialise: "
                   "chapter 7 trains heads like these and measures how far their entropy falls.",
-                  seq_len, log_n, seq_len, seq_len, 1.0 / double(seq_len), d_model));
+                  seq_len, log_n, count_of(seq_len, "key"), seq_len, 1.0 / double(seq_len), d_model));
   return stats;
 }
 

@@ -50,9 +50,9 @@ Input input_and_layers(Generator& gen, const Options& o, const std::vector<std::
     print_shape(name, {d_model, d_model},
                 fmt::format("nn.Linear({}, {}), plus a bias of {}", d_model, d_model, d_model));
   say(fmt::format("Four layers of the same size, drawn in the order W_q, W_k, W_v, W_o like a PyTorch module that "
-                  "defines them in that order. There is no per-head matrix anywhere: head h will own columns "
-                  "{}h to {}h+{} of W_q, W_k and W_v, and the matching rows of W_o.",
-                  d_k, d_k, d_k - 1));
+                  "defines them in that order. There is no per-head matrix anywhere: head h will own {} of W_q, "
+                  "W_k and W_v, and the matching rows of W_o.",
+                  d_k == 1 ? std::string("column h") : fmt::format("columns {}h to {}h+{}", d_k, d_k, d_k - 1)));
   return in;
 }
 

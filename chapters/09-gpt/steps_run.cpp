@@ -68,7 +68,7 @@ RunEstimate run_estimate(const Options& o) {
 namespace {
 
 // "1 iteration", "200 iterations".
-std::string iterations(int64_t n) { return n == 1 ? "1 iteration" : fmt::format("{} iterations", n); }
+std::string iterations(int64_t n) { return count_of(n, "iteration"); }
 
 // The progress line of the run, only on a terminal: redrawn in place.
 class RunProgress {

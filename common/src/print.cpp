@@ -178,6 +178,11 @@ std::string format_row(const Matrix& m, int64_t row, int precision) {
   return s + "]";
 }
 
+std::string count_of(int64_t n, std::string_view noun, std::string_view plural) {
+  if (n == 1) return fmt::format("1 {}", noun);
+  return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
+}
+
 std::string bytes_str(double bytes) {
   if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
   if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));

@@ -120,6 +120,14 @@ std::string usage_error(std::vector<std::string> words) {
 }
 }  // namespace
 
+TEST_CASE("count_of: one is singular, every other count plural", "[common][print]") {
+  CHECK(count_of(1, "token") == "1 token");
+  CHECK(count_of(0, "token") == "0 tokens");
+  CHECK(count_of(6, "token") == "6 tokens");
+  CHECK(count_of(1, "query", "queries") == "1 query");
+  CHECK(count_of(2, "query", "queries") == "2 queries");
+}
+
 TEST_CASE("rounding: a difference within its bound prints as the bound, one above it with its digits",
           "[common][print]") {
   // Below the bound the digits are not printed: they depend on the CPU.

@@ -72,4 +72,8 @@ double rounding_bound(double scale);
 // A size in bytes as a reader reads it: "64.0 KiB", "512.0 MiB", "1.00 GiB".
 std::string bytes_str(double bytes);
 
+// A count and its noun, singular for one: "1 token", "6 tokens" (the plural
+// is the noun plus "s" unless given: count_of(2, "query", "queries")).
+std::string count_of(int64_t n, std::string_view noun, std::string_view plural = {});
+
 }  // namespace sa
