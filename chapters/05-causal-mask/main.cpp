@@ -68,7 +68,7 @@ void run(int argc, char** argv) {
   step(5, "The wrong way revisited: zeroing after softmax");
   const Matrix bidirectional = zeroing_after_softmax(ex, causal, causal_att.weights, fig);
 
-  step(6, fmt::format("Multi-head causal attention: {} heads of d_k = {}", o.n_heads, o.d_model / o.n_heads));
+  step(6, fmt::format("Multi-head causal attention: {} of d_k = {}", count_of(o.n_heads, "head"), o.d_model / o.n_heads));
   multi_head_causal(ex, o, causal, causal_att.weights, bidirectional, fig);
 
   step(7, fmt::format("Padding masks: a batch of {} sequences of lengths {}", lengths.size(),

@@ -221,14 +221,14 @@ void multi_head_causal(const Example& ex, const Options& o, const Mask& causal, 
     say(fmt::format(
         "Every head is lower-triangular with a one-hot first row, whatever its scores. Entropy is "
         "the mean over queries, in nats (chapter 3); causal rows have fewer keys, so less room for "
-        "it: at most log(i+1) for row i, {:.4f} on average over the {} rows, against log {} = {:.4f} "
+        "it: at most log(i+1) for row i, {:.4f} on average over the {}, against log {} = {:.4f} "
         "without the mask. The single head of step 4 has {:.4f} causal, {:.4f} bidirectional.",
         [&] {
           double s = 0;
           for (int64_t i = 0; i < seq_len; ++i) s += std::log(double(i + 1)) / double(seq_len);
           return s;
         }(),
-        seq_len, seq_len, std::log(double(seq_len)), mean_causal, mean_bi));
+        count_of(seq_len, "row"), seq_len, std::log(double(seq_len)), mean_causal, mean_bi));
   }
 }
 
