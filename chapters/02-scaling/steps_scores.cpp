@@ -40,9 +40,9 @@ ExampleQK rebuild_q_and_k(uint64_t seed, const Options& o, const std::vector<std
 Matrix show_raw_scores(const Options& o, const ExampleQK& ex) {
   const auto& [tokens, seq_len, qkv, q_spread, k_spread] = ex;
   const Matrix raw = qkv.Q * qkv.K.transpose();
-  say(fmt::format("scores[i, j] = q_i . k_j = sum over {} dimensions of q_i[d] * k_j[d].  "
+  say(fmt::format("scores[i, j] = q_i . k_j = sum over {} of q_i[d] * k_j[d].  "
                   "Q (1, {}, {}) times K^T (1, {}, {}) gives (1, {}, {}).",
-                  o.d_k, seq_len, o.d_k, o.d_k, seq_len, seq_len, seq_len));
+                  count_of(o.d_k, "dimension"), seq_len, o.d_k, o.d_k, seq_len, seq_len, seq_len));
   print_shape("scores = Q K^T", {1, seq_len, seq_len}, "(batch, queries, keys)");
   print_labelled("scores[0]", raw, tokens, tokens, {.precision = 3});
   const Spread raw_spread = spread(raw);
