@@ -64,12 +64,12 @@ void softmax_gradient() {
 }
 
 std::vector<NormRow> vanishing_gradient(uint64_t seed, const Options& o) {
-  say(fmt::format("  For each d_k: {} rows, each the {} scores q.k of one query q against {} keys k, all with "
+  say(fmt::format("  For each d_k: {}, each the {} scores q.k of one query q against {} keys k, all with "
                   "independent N(0, 1) components (drawn q, then K, per row, from a generator seeded {}). For "
                   "each row, the Frobenius norm ||J||_F of softmax's Jacobian, without and with the division "
                   "by sqrt(d_k). For reference: a uniform row has ||J||_F = sqrt(n-1)/n = {:.4f}, a one-hot row "
                   "has 0.",
-                  o.samples, kKeys, kKeys, seed, std::sqrt(double(kKeys - 1)) / double(kKeys)));
+                  count_of(o.samples, "row"), kKeys, kKeys, seed, std::sqrt(double(kKeys - 1)) / double(kKeys)));
   std::vector<NormRow> norms;
   {
     Generator exp_gen(seed);
@@ -118,6 +118,12 @@ std::vector<NormRow> vanishing_gradient(uint64_t seed, const Options& o) {
                   100 * norms.back().raw_dead, kDead, scaled_lo, scaled_hi,
                   worst_scaled_dead == 0 ? std::string("not one row that small")
                                          : fmt::format("at most {:.1f}% of rows that small", 100 * worst_scaled_dead)));
+  // A handful of rows shows single draws, not the law: say so rather than
+  // let a d_k that happened to draw a flat row read as a trend.
+  if (o.samples < 100)
+    say(fmt::format("With {} per d_k these are a few draws, not means one can read a law from: the trend is "
+                    "steady from --samples 100 or so (the default is 2000).",
+                    count_of(o.samples, "row")));
   return norms;
 }
 
