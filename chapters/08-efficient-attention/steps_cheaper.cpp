@@ -61,12 +61,12 @@ void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures) {
   const ReversalTask task;
   const int64_t D = task.digits;
   say(fmt::format("What a window costs a trained model: chapter 7's reversal task (reverse {} tokens after SEP), "
-                  "its model and its training, {} epochs from the seed, with full causal attention and with "
+                  "its model and its training, {} from the seed, with full causal attention and with "
                   "windows of w keys. The first output token, just after SEP, must copy the last input token, 1 "
                   "position back; the last one must copy the first, {} positions back. Each of the 2 layers reaches "
                   "w - 1 positions further, so a window below {} cannot carry the first token to the last output "
                   "at all.",
-                  D, epochs, 2 * D - 1, D + 1));
+                  D, count_of(epochs, "epoch"), 2 * D - 1, D + 1));
   const int64_t layers = ModelConfig{}.n_layers, symbols = task.vocab - 2;  // digits are drawn from 2 .. vocab-1
   std::vector<std::string> names;
   std::vector<double> accuracy, ceiling;
@@ -87,18 +87,18 @@ void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures) {
   }
   std::string learned;
   if (accuracy.front() < 90.0)
-    learned = fmt::format("After {} epochs not even full attention has learned the task ({:.1f}%): compare with "
+    learned = fmt::format("After {} not even full attention has learned the task ({:.1f}%): compare with "
                           "--reversal-epochs 10 or more.",
-                          epochs, accuracy.front());
+                          count_of(epochs, "epoch"), accuracy.front());
   else if (accuracy[2] + 1.0 < accuracy.front())
     learned = fmt::format("A window that reaches every copy lifts the cap, but the far copies must now pass through "
-                          "both layers, which is slower to learn: after {} epochs window {} is at {:.1f}% where full "
+                          "both layers, which is slower to learn: after {} window {} is at {:.1f}% where full "
                           "attention is at {:.1f}%.",
-                          epochs, D + 1, accuracy[2], accuracy.front());
+                          count_of(epochs, "epoch"), D + 1, accuracy[2], accuracy.front());
   else
     learned = fmt::format("A window that reaches every copy lifts the cap: window {} is as good as full attention "
-                          "after {} epochs.",
-                          D + 1, epochs);
+                          "after {}.",
+                          D + 1, count_of(epochs, "epoch"));
   say(fmt::format("'ceiling': the accuracy if every output within reach were right and the others guessed among "
                   "{} symbols. A window too short for the longest copies caps the accuracy whatever the training "
                   "(w = 2: ceiling {:.1f}%, measured {:.1f}%). {} Local attention is cheap only for tasks whose "
@@ -106,8 +106,8 @@ void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures) {
                   symbols, ceiling.back(), accuracy.back(), learned));
   figures.draw("local_reversal.png", [&](const std::string& path) {
     plot::BarChart c;
-    c.title = fmt::format("Chapter 7's reversal task after {} epochs: full causal attention against sliding windows",
-                          epochs);
+    c.title = fmt::format("Chapter 7's reversal task after {}: full causal attention against sliding windows",
+                          count_of(epochs, "epoch"));
     c.ylabel = "held-out token accuracy (%)";
     c.categories = names;
     c.groups = {{"ceiling: outputs within reach right, the rest guessed", ceiling}, {"measured", accuracy}};
