@@ -75,19 +75,21 @@ std::vector<std::string> sample_labels(int64_t sample, const ReversalData& test,
 namespace {
 
 void print_reversal_title(const ReversalOptions& o, uint64_t seed) {
-  fmt::print("Task 1: reversal of {} tokens, vocabulary {}, d_model {}, {} heads, {} layers, batch {}, Adam lr {}, "
-             "{} epochs, seed {}{}\n",
-             o.digits, o.vocab, o.d_model, o.heads, o.layers, o.batch, o.lr, o.epochs, seed,
+  fmt::print("Task 1: reversal of {}, vocabulary {}, d_model {}, {}, {}, batch {}, Adam lr {}, {}, seed {}{}\n",
+             count_of(o.digits, "token"), o.vocab, o.d_model, count_of(o.heads, "head"), count_of(o.layers, "layer"),
+             o.batch, o.lr, count_of(o.epochs, "epoch"), seed,
              o.dropout > 0 ? fmt::format(", attention dropout {}", o.dropout) : "");
 }
 
 // Step "The task: reverse a sequence".
 void step_the_task(const ReversalOptions& o, const ReversalTask& task, const ReversalData& train) {
   const int64_t T = task.input_len(), D = task.digits;
-  say(fmt::format("A sample is {} random tokens from 2..{}, the separator SEP (token 1), and the same tokens "
+  say(fmt::format("A sample is {} from 2..{}, the separator SEP (token 1), and the same tokens "
                   "reversed. The model reads all but the last token and predicts the next one at every "
-                  "position; only the {} predictions after SEP count.",
-                  D, o.vocab - 1, D));
+                  "position; {}.",
+                  count_of(D, "random token"), o.vocab - 1,
+                  D == 1 ? std::string("only the prediction after SEP counts")
+                         : fmt::format("only the {} predictions after SEP count", D)));
   for (int64_t i = 0; i < std::min<int64_t>(3, o.train); ++i) {
     const auto s = train.sample(i);
     fmt::print("  sample {}  {}\n", i, join_tokens(s));

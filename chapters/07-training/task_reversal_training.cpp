@@ -248,10 +248,12 @@ TrainingRun train_reversal_model(const ReversalOptions& o, const ReversalSetup& 
 std::vector<EpochRecord> step_training(const ReversalOptions& o, const ReversalSetup& setup, Generator& gen,
                                        TinyTransformer& model, const ReversalData& train, const ReversalData& test) {
   const int64_t batches = (o.train + o.batch - 1) / o.batch;
-  say(fmt::format("{} epochs of {} steps (the last batch of an epoch has {} samples). Loss is the mean over "
+  say(fmt::format("{} of {} (the last batch of an epoch has {}). Loss is the mean over "
                   "the epoch's steps; train accuracy is measured on each batch before its update, held-out "
-                  "accuracy after the epoch. Token accuracy counts the {} reversed positions.{}",
-                  o.epochs, batches, o.train - (batches - 1) * o.batch, setup.task.digits,
+                  "accuracy after the epoch. Token accuracy counts the {}.{}",
+                  count_of(o.epochs, "epoch"), count_of(batches, "step"),
+                  count_of(o.train - (batches - 1) * o.batch, "sample"),
+                  count_of(setup.task.digits, "reversed position"),
                   o.dropout > 0
                       ? fmt::format(" Every step drops attention weights with p = {} (chapter 6), so its loss and "
                                     "train accuracy are those of the model with weights missing; held-out "
@@ -263,8 +265,8 @@ std::vector<EpochRecord> step_training(const ReversalOptions& o, const ReversalS
     fmt::print("  held-out accuracy reached 99% at epoch {} ({:.2f} s); {} steps in {:.2f} s, {:.2f} ms a step\n",
                *run.reached_99, run.reached_99_seconds, run.steps, run.seconds, 1e3 * run.seconds / double(run.steps));
   else
-    fmt::print("  held-out accuracy did not reach 99% in {} epochs; {} steps in {:.2f} s\n", o.epochs, run.steps,
-               run.seconds);
+    fmt::print("  held-out accuracy did not reach 99% in {}; {} in {:.2f} s\n", count_of(o.epochs, "epoch"),
+               count_of(run.steps, "step"), run.seconds);
   return std::move(run.history);
 }
 
