@@ -502,14 +502,35 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
           break;
         }
       const std::string sentence = text.substr(begin, end - begin);
-      const std::set<std::string> in_title = content_words(title), in_sentence = content_words(sentence);
-      if (in_title.empty()) continue;
-      const bool shares = std::any_of(in_title.begin(), in_title.end(),
-                                      [&](const std::string& w) { return in_sentence.count(w) > 0; });
-      if (!shares) {
-        problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where +
-                                      ", but its sentence shares no word with that title: is the number right? "
-                                      "(if it is, quote the title after it: " + m.str() + " (\"" + title + "\"))"});
+      const std::set<std::string> in_sentence = content_words(sentence);
+      if (content_words(title).empty()) continue;
+      // How many words of a title `words` holds (content_words' sense).
+      const auto shared = [](const std::set<std::string>& words, const std::string& t) {
+        const std::set<std::string> of_title = content_words(t);
+        return std::count_if(of_title.begin(), of_title.end(), [&](const std::string& w) { return words.count(w) > 0; });
+      };
+      const auto wrong_number = [&](const std::string& why) {
+        problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where + ", but " + why +
+                                      ": is the number right? (if it is, quote the title after it: " + m.str() +
+                                      " (\"" + title + "\"))"});
+      };
+      const auto own = shared(in_sentence, title);
+      if (own == 0) {
+        wrong_number("its sentence shares no word with that title");
+        continue;
+      }
+      // The sentence as a whole: another title that shares two words more
+      // with it than this one does is the section it is about. (Sections
+      // the same sentence names too are not "another": "the checkpoints
+      // (step 8) and the corpus (step 10)".)
+      std::set<int> named_here;
+      for (auto r = std::sregex_iterator(sentence.begin(), sentence.end(), reference); r != std::sregex_iterator(); ++r)
+        if (!(*r)[2].matched || std::stoi((*r)[2].str()) == in) named_here.insert(std::stoi((*r)[4].str()));
+      const auto about = std::find_if(h.begin(), h.end(), [&](const auto& other) {
+        return !named_here.count(other.first) && shared(in_sentence, other.second) >= own + 2;
+      });
+      if (about != h.end()) {
+        wrong_number("its sentence is about section " + std::to_string(about->first) + ", \"" + about->second + "\"");
         continue;
       }
       // A sentence may name two sections' subjects ("step 5's learning
@@ -524,41 +545,13 @@ std::vector<Mismatch> check_references(const std::vector<std::string>& readme, i
       while (c_end < end && !is_delimiter(text[c_end])) ++c_end;
       const std::string clause = text.substr(c_begin, c_end - c_begin);
       const std::set<std::string> in_clause = content_words(clause);
-      const auto shared_with_clause = [&](const std::string& t) {
-        const std::set<std::string> words = content_words(t);
-        return std::count_if(words.begin(), words.end(), [&](const std::string& w) { return in_clause.count(w) > 0; });
-      };
-      // The sentence as a whole: another title that shares two words more
-      // with it than this one does is the section it is about.
-      const auto shared_with_sentence = [&](const std::string& t) {
-        const std::set<std::string> words = content_words(t);
-        return std::count_if(words.begin(), words.end(), [&](const std::string& w) { return in_sentence.count(w) > 0; });
-      };
-      // (Sections the same sentence names too are not "another": "the
-      // checkpoints (step 8) and the corpus (step 10)".)
-      std::set<int> named_here;
-      for (auto r = std::sregex_iterator(sentence.begin(), sentence.end(), reference); r != std::sregex_iterator(); ++r)
-        if (!(*r)[2].matched || std::stoi((*r)[2].str()) == in) named_here.insert(std::stoi((*r)[4].str()));
-      const auto own = shared_with_sentence(title);
-      bool flagged = false;
-      for (const auto& [other, other_title] : h)
-        if (!named_here.count(other) && shared_with_sentence(other_title) >= own + 2) {
-          problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where +
-                                        ", but its sentence is about section " + std::to_string(other) + ", \"" +
-                                        other_title + "\": is the number right? (if it is, quote the title after it: " +
-                                        m.str() + " (\"" + title + "\"))"});
-          flagged = true;
-          break;
-        }
-      if (flagged || shared_with_clause(title) > 0) continue;
-      for (const auto& [other, other_title] : h)
-        if (other != numbers[0] && shared_with_clause(other_title) >= 2) {
-          problems.push_back({line, "\"" + m.str() + "\" is \"" + title + "\" in " + where + ", but the words beside it (\"" +
-                                        clause + "\") are those of section " + std::to_string(other) + ", \"" +
-                                        other_title + "\": is the number right? (if it is, quote the title after it: " +
-                                        m.str() + " (\"" + title + "\"))"});
-          break;
-        }
+      if (shared(in_clause, title) > 0) continue;
+      const auto beside = std::find_if(h.begin(), h.end(), [&](const auto& other) {
+        return other.first != numbers[0] && shared(in_clause, other.second) >= 2;
+      });
+      if (beside != h.end())
+        wrong_number("the words beside it (\"" + clause + "\") are those of section " + std::to_string(beside->first) +
+                     ", \"" + beside->second + "\"");
     }
   }
   return problems;
