@@ -276,6 +276,15 @@ struct TensorEntry {
 // two offsets, nothing else.
 std::vector<TensorEntry> read_tensor_entries(const nlohmann::json& root, const Refusal& fail, std::string_view kind);
 
+// The metadata's CRC-32 against the one it records (`stored`). When they
+// differ the CRC cannot say which value changed, but a key the book never
+// writes (`known` says which it writes) is a likely culprit: another writer
+// that added one without sealing the metadata again. The refusal names such
+// keys, with `how` (where the recipe is) after it.
+void check_metadata_crc(const std::map<std::string, std::string>& meta, const std::string& stored,
+                        const Refusal& fail, const std::function<bool(const std::string& key)>& known,
+                        std::string_view how = {});
+
 // Matches the entries to the tensors the configuration implies (names[k]
 // of shape shapes[k]): each name present with its shape, each range inside
 // the data and holding its shape's bytes. Returns the ranges in the order

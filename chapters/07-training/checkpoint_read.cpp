@@ -86,25 +86,8 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
   if (entry(meta, "version", fail) != std::to_string(kCheckpointVersion))
     throw fail(fmt::format("format version '{}', but this program reads version {}", shown(entry(meta, "version", fail)),
                            kCheckpointVersion));
-  {
-    const std::string& stored = entry(meta, "metadata_crc32", fail);
-    const uint32_t computed = detail::metadata_crc(meta);
-    if (stored != hex32(computed)) {
-      // The CRC cannot say which value changed, but a key the book never
-      // writes is a likely culprit: another writer that added one without
-      // sealing the metadata again (chapter 7's README, section 8, says how).
-      std::string unknown;
-      for (const auto& [key, value] : meta)
-        if (!is_book_metadata_key(key)) unknown += (unknown.empty() ? "'" : ", '") + shown(key) + "'";
-      throw fail(fmt::format(
-          "corrupted: the CRC-32 of its metadata is {}, but the header records '{}': {}", hex32(computed),
-          shown(stored),
-          unknown.empty() ? "one of its values was changed after it was saved"
-                          : fmt::format("it holds {}, which the book does not write; a writer that adds metadata "
-                                        "must record the CRC-32 of all of it again",
-                                        unknown)));
-    }
-  }
+  // Its seal (this README's section 8 says how another writer records it).
+  detail::check_metadata_crc(meta, entry(meta, "metadata_crc32", fail), fail, is_book_metadata_key);
 
   return meta;
 }
@@ -348,6 +331,22 @@ std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fa
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+void check_metadata_crc(const std::map<std::string, std::string>& meta, const std::string& stored,
+                        const Refusal& fail, const std::function<bool(const std::string& key)>& known,
+                        std::string_view how) {
+  const uint32_t computed = metadata_crc(meta);
+  if (stored == hex32(computed)) return;
+  std::string unknown;
+  for (const auto& [key, value] : meta)
+    if (!known(key)) unknown += (unknown.empty() ? "'" : ", '") + shown(key) + "'";
+  throw fail(fmt::format("corrupted: the CRC-32 of its metadata is {}, but the header records '{}': {}", hex32(computed),
+                         shown(stored),
+                         unknown.empty() ? std::string("one of its values was changed after it was saved")
+                                         : fmt::format("it holds {}, which the book does not write; a writer that adds "
+                                                       "metadata must record the CRC-32 of all of it again{}",
+                                                       unknown, how)));
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> match_tensor_entries(

@@ -224,26 +224,12 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
   if (entry(meta, "version", fail) != std::to_string(kGptCheckpointVersion))
     throw fail(fmt::format("format version '{}', but this program reads version {}",
                            shown(entry(meta, "version", fail)), kGptCheckpointVersion));
-  const std::string& stored = entry(meta, "metadata_crc32", fail);
-  const uint32_t computed = detail::metadata_crc(meta);
-  if (stored != detail::hex32(computed)) {
-    // The CRC cannot say which value changed, but a key the book never
-    // writes is a likely culprit (as chapter 7's reader says): another
-    // writer that added one without sealing the metadata again.
-    std::set<std::string> book = {"format", "version", "vocabulary", "text_sha256", "iteration", "iters", "seed",
-                                  "optimizer", "adamw_step", "generator", "note", "crc32", "metadata_crc32"};
-    for (const GptField& f : kGptFields) book.insert(f.name);
-    std::string unknown;
-    for (const auto& [key, value] : meta)
-      if (!book.count(key)) unknown += (unknown.empty() ? "'" : ", '") + shown(key) + "'";
-    throw fail(fmt::format("corrupted: the CRC-32 of its metadata is {}, but the header records '{}': {}",
-                           detail::hex32(computed), shown(stored),
-                           unknown.empty() ? "one of its values was changed after it was saved"
-                                           : fmt::format("it holds {}, which the book does not write; a writer that "
-                                                         "adds metadata must record the CRC-32 of all of it again "
-                                                         "(chapter 7's README says how)",
-                                                         unknown)));
-  }
+  std::set<std::string> book = {"format", "version", "vocabulary", "text_sha256", "iteration", "iters", "seed",
+                                "optimizer", "adamw_step", "generator", "note", "crc32", "metadata_crc32"};
+  for (const GptField& f : kGptFields) book.insert(f.name);
+  detail::check_metadata_crc(meta, entry(meta, "metadata_crc32", fail), fail,
+                             [&](const std::string& key) { return book.count(key) > 0; },
+                             " (chapter 7's README says how)");
   return meta;
 }
 
