@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 namespace sa::check {
 namespace {
@@ -22,13 +23,35 @@ namespace fs = std::filesystem;
 volatile std::sig_atomic_t stop_signal = 0;
 extern "C" void start_stopped(int signal) { stop_signal = signal; }
 
+// Whether the build folder is Ninja's (./book makes new folders with Ninja
+// when it is installed; an older folder may be make's).
+bool built_by_ninja(const fs::path& build_dir) {
+  return read_file(build_dir / "CMakeCache.txt").find("CMAKE_GENERATOR:INTERNAL=Ninja\n") != std::string::npos;
+}
+
+std::vector<std::string> cmake_build(const fs::path& build_dir, int jobs, const std::vector<std::string>& targets) {
+  std::vector<std::string> words = {"nice", "-n", "19", "cmake", "--build", build_dir.string(), "-j",
+                                    std::to_string(jobs), "--target"};
+  words.insert(words.end(), targets.begin(), targets.end());
+  return words;
+}
+
 // The builder: a process group of its own (so that it can be stopped whole,
-// compilers included), which builds the chapters one by one and leaves a
-// mark for each, CHAPTER.ok or CHAPTER.failed, beside its log CHAPTER.log.
+// compilers included), which leaves marks for the runner beside its logs.
 // (Niced: a chapter that runs while the next one compiles keeps its core,
 // and the times it prints are its own.)
+//  - Ninja: one build of every chapter, logged in build.log, then build.ok
+//    or build.failed. Ninja starts the ready file that comes first in
+//    build.ninja, and CMake writes the chapters there in reading order, so
+//    chapter 1 is still linked first, while the second core compiles the
+//    next chapters instead of waiting for the last file of this one. (The
+//    common library comes after the chapters in build.ninja: it is built
+//    first, on its own.) The runner reads in build.log which programs are
+//    linked.
+//  - make: the chapters one by one, CHAPTER.ok or CHAPTER.failed beside
+//    each CHAPTER.log.
 pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::string>& chapters,
-                    const fs::path& marks) {
+                    const fs::path& marks, bool ninja) {
   std::cout.flush();
   const pid_t builder = fork();
   if (builder != 0) {
@@ -38,15 +61,41 @@ pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::
   setpgid(0, 0);
   // (The runner's handlers are not the builder's: a SIGTERM ends it.)
   for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+  if (ninja) {
+    const fs::path log = marks / "build.log";
+    const bool ok = succeeded(start_logged(cmake_build(build_dir, jobs, {"sa_foundation"}), log)) &&
+                    succeeded(start_logged(cmake_build(build_dir, jobs, chapters), log));
+    std::ofstream(marks / (ok ? "build.ok" : "build.failed"));
+    _exit(ok ? 0 : 1);
+  }
   for (const std::string& c : chapters) {
-    const pid_t pid = start_logged(
-        {"nice", "-n", "19", "cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target", c},
-        marks / (c + ".log"));
-    const bool ok = succeeded(pid);
+    const bool ok = succeeded(start_logged(cmake_build(build_dir, jobs, {c}), marks / (c + ".log")));
     std::ofstream(marks / (c + (ok ? ".ok" : ".failed")));
     if (!ok) _exit(1);
   }
   _exit(0);
+}
+
+// Whether Ninja's log says that it linked `chapter`'s program. Ninja prints
+// a step's line when the step has ended, and right after it "FAILED: " when
+// the step failed; so the line counts once another line follows it, or once
+// the build is over.
+bool linked(const std::string& log, const std::string& chapter, bool build_over) {
+  const std::string line = "Linking CXX executable bin/" + chapter + "\n";
+  const size_t at = log.find(line);
+  if (at == std::string::npos) return false;
+  const size_t next = at + line.size();
+  if (next == log.size() && !build_over) return false;
+  return log.compare(next, 8, "FAILED: ") != 0;
+}
+
+// Whether a chapter's program is already up to date (a second `./book
+// start`): Ninja's dry run has nothing to do.
+bool up_to_date(const fs::path& build_dir, const std::string& chapter, const fs::path& marks) {
+  const fs::path log = marks / (chapter + ".dry-run");
+  if (!succeeded(start_logged({"cmake", "--build", build_dir.string(), "--target", chapter, "--", "-n"}, log)))
+    return false;
+  return read_file(log).find("ninja: no work to do.") != std::string::npos;
 }
 
 // The options of a chapter's short run (chapters/NN-name/quick_options.txt,
@@ -88,16 +137,23 @@ int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jo
     return 2;
   }
   const fs::path marks = marks_template;
+  const bool ninja = built_by_ninja(build_dir);
+  std::set<std::string> already_built;
+  if (ninja)
+    for (const std::string& c : chapters)
+      if (up_to_date(build_dir, c, marks)) already_built.insert(c);
   // Ctrl-C (or a failed chapter) stops the builder and its compilers too.
   struct sigaction action {};
   action.sa_handler = start_stopped;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
-  const pid_t builder = start_builder(build_dir, jobs, chapters, marks);
+  const pid_t builder = start_builder(build_dir, jobs, chapters, marks, ninja);
+  pid_t alone = -1;  // a chapter's own build, after the builder failed
   auto finish = [&](int status) {
-    if (builder > 0) {
-      kill(-builder, SIGTERM);
-      waitpid(builder, nullptr, 0);
-    }
+    for (const pid_t group : {builder, alone})
+      if (group > 0) {
+        kill(group == builder ? -group : group, SIGTERM);
+        waitpid(group, nullptr, 0);
+      }
     std::error_code ignored;
     fs::remove_all(marks, ignored);
     if (stop_signal) {  // end as the signal ends a program, as the shell did
@@ -107,15 +163,40 @@ int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jo
     return status;
   };
 
+  bool one_by_one = false;  // after Ninja's build of every chapter failed
   for (const std::string& c : chapters) {
-    const fs::path ok = marks / (c + ".ok"), failed = marks / (c + ".failed");
+    // What the builder says of this chapter: built, failed, or not yet.
+    const fs::path log = ninja ? marks / "build.log" : marks / (c + ".log");
+    const auto built = [&] {
+      if (!ninja) return fs::exists(marks / (c + ".ok"));
+      const bool over = fs::exists(marks / "build.ok") || fs::exists(marks / "build.failed");
+      return already_built.count(c) > 0 || fs::exists(marks / "build.ok") || linked(read_file(log), c, over);
+    };
+    const auto failed = [&] { return fs::exists(marks / (ninja ? "build.failed" : c + ".failed")); };
     // A progress line while the builder is still on this chapter.
-    show_build_progress(
-        marks / (c + ".log"), c, [&] { return !stop_signal && !fs::exists(ok) && !fs::exists(failed); }, std::cout,
-        isatty(STDOUT_FILENO));
+    if (!one_by_one)
+      show_build_progress(
+          log, c, [&] { return !stop_signal && !built() && !failed(); }, std::cout, isatty(STDOUT_FILENO));
     if (stop_signal) return finish(130);
-    if (fs::exists(failed)) {
-      std::cerr << build_error_excerpt(read_file(marks / (c + ".log")));
+    fs::path failed_log = log;
+    bool ok = one_by_one ? false : built();
+    if (!ok && ninja) {
+      // The build of every chapter stopped at its first error, which may be
+      // a later chapter's: this chapter's own build says whether it builds.
+      one_by_one = true;
+      failed_log = marks / (c + ".log");
+      alone = start_logged({"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target", c},
+                           failed_log);
+      int status = -1;
+      show_build_progress(
+          failed_log, c, [&] { return !stop_signal && waitpid(alone, &status, WNOHANG) == 0; }, std::cout,
+          isatty(STDOUT_FILENO));
+      if (stop_signal) return finish(130);
+      alone = -1;
+      ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    if (!ok) {
+      std::cerr << build_error_excerpt(read_file(failed_log));
       std::cerr << "book: building " << c << " failed (again, with every line: cmake --build build --target " << c
                 << ")" << std::endl;
       return finish(2);
