@@ -147,13 +147,11 @@ int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jo
   action.sa_handler = start_stopped;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
   const pid_t builder = start_builder(build_dir, jobs, chapters, marks, ninja);
-  pid_t alone = -1;  // a chapter's own build, after the builder failed
   auto finish = [&](int status) {
-    for (const pid_t group : {builder, alone})
-      if (group > 0) {
-        kill(group == builder ? -group : group, SIGTERM);
-        waitpid(group, nullptr, 0);
-      }
+    if (builder > 0) {
+      kill(-builder, SIGTERM);
+      waitpid(builder, nullptr, 0);
+    }
     std::error_code ignored;
     fs::remove_all(marks, ignored);
     if (stop_signal) {  // end as the signal ends a program, as the shell did
@@ -178,25 +176,19 @@ int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jo
       show_build_progress(
           log, c, [&] { return !stop_signal && !built() && !failed(); }, std::cout, isatty(STDOUT_FILENO));
     if (stop_signal) return finish(130);
-    fs::path failed_log = log;
-    bool ok = one_by_one ? false : built();
-    if (!ok && ninja) {
+    if (ninja && (one_by_one || !built())) {
       // The build of every chapter stopped at its first error, which may be
-      // a later chapter's: this chapter's own build says whether it builds.
+      // a later chapter's: this chapter's own build says whether it builds
+      // (and, failing, prints its first error).
       one_by_one = true;
-      failed_log = marks / (c + ".log");
-      alone = start_logged({"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target", c},
-                           failed_log);
-      int status = -1;
-      show_build_progress(
-          failed_log, c, [&] { return !stop_signal && waitpid(alone, &status, WNOHANG) == 0; }, std::cout,
-          isatty(STDOUT_FILENO));
+      const std::string refusal = build_targets(build_dir, jobs, c, {c});
       if (stop_signal) return finish(130);
-      alone = -1;
-      ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    if (!ok) {
-      std::cerr << build_error_excerpt(read_file(failed_log));
+      if (!refusal.empty()) {
+        std::cerr << "book: " << refusal << std::endl;
+        return finish(2);
+      }
+    } else if (!built()) {
+      std::cerr << build_error_excerpt(read_file(log));
       std::cerr << "book: building " << c << " failed (again, with every line: cmake --build build --target " << c
                 << ")" << std::endl;
       return finish(2);
