@@ -50,7 +50,9 @@ void model_demo(const Gpt& model) {
     if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;
     fmt::print("  {:<20} {:>11} {:>8}  {:<16} {}\n", name, tensor_shape(t), t.size(), init_str(spec),
                spec.decay ? "yes" : "no");
-    if (name == "blocks.0.fc2.b" && c.n_layers > 1)
+    if (name == "blocks.0.fc2.b" && c.n_layers == 2)
+      fmt::print("  {:<20} the same ten tensors in the other block\n", "blocks.1");
+    else if (name == "blocks.0.fc2.b" && c.n_layers > 2)
       fmt::print("  {:<20} the same ten tensors in each of the {} other blocks\n",
                  fmt::format("blocks.1 to {}", c.n_layers - 1), c.n_layers - 1);
   });
