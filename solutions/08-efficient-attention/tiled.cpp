@@ -79,7 +79,10 @@ TiledAttention tiled_attention(const Matrix& Q, const Matrix& K, const Matrix& V
     for (int64_t k0 = 0; k0 < k_end; k0 += block) {
       const int64_t cols = std::min(block, k_end - k0);
       auto s = S.topLeftCorner(rows, cols);
-      s.noalias() = (Qb * K.middleRows(k0, cols).transpose()) * scale;
+      // The scale goes in front of the product: Eigen passes it into the
+      // product's kernel. Written after it, (Qb Kᵀ) * scale, the product
+      // goes to a temporary tile first, which is then scaled and copied.
+      s.noalias() = scale * (Qb * K.middleRows(k0, cols).transpose());
       if (causal && k0 + cols - 1 > q0) mask_above_diagonal(s, q0, k0);
 
       // Row by row (a row of a tile is contiguous, so Eigen vectorises the
@@ -151,8 +154,8 @@ AttentionGrads tiled_attention_backward(const Matrix& Q, const Matrix& K, const 
       auto p = P.topLeftCorner(rows, cols);
       auto dp = dP.topLeftCorner(rows, cols);
       // P = exp(S - lse): the forward's weights, rebuilt from one number per
-      // row instead of stored.
-      p.noalias() = (Qb * Kb.transpose()) * scale;
+      // row instead of stored (the scale in front, as in the forward).
+      p.noalias() = scale * (Qb * Kb.transpose());
       if (causal && k0 + cols - 1 > q0) mask_above_diagonal(p, q0, k0);
       for (int64_t r = 0; r < rows; ++r) p.row(r) = (p.row(r).array() - lse(q0 + r)).exp().matrix();
       dVb.noalias() += p.transpose() * dOb;
