@@ -125,8 +125,12 @@ namespace {
 // V are (seq, d_k) blocks of QKV (columns [0, d), [d, 2d), [2d, 3d), head h
 // owning d_k of each), copied out so that the kernel reads contiguous rows
 // (once a step: the backward reads the forward's copies).
-// One tile covers the whole context at the book's sizes (seq_len 64).
-constexpr int64_t kAttentionBlock = 64;
+// Tiles of 32: at seq_len 64 a head is four tiles, and the causal pass skips
+// the one above the diagonal. One tile of 64 would compute it and mask it.
+// Measured per head of (64, 32) on one AMD EPYC core, forward and backward:
+// 24.1 against 29.2 µs with AVX2 code, 13.2 against 14.5 µs with AVX-512
+// (tiles of 16 were slower than either); the step about 2% faster with AVX2.
+constexpr int64_t kAttentionBlock = 32;
 
 void copy_head(const Matrix& qkv, int64_t b, int64_t h, int64_t seq, int64_t d_k, Matrix& Q, Matrix& K, Matrix& V) {
   const int64_t d = qkv.cols() / 3;
