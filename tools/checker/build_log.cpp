@@ -107,11 +107,11 @@ std::map<std::string, std::string> build_suites(const fs::path& build_dir, const
                                                 const fs::path& log, const std::string& root, int jobs,
                                                 std::ostream& progress, bool terminal) {
   using namespace std::chrono_literals;
-  std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
-  for (const std::string& c : chapters) command.push_back("test_" + c.substr(0, 2) + "_exercises");
+  std::vector<std::string> suites;
+  for (const std::string& c : chapters) suites.push_back("test_" + c.substr(0, 2) + "_exercises");
+  std::vector<std::string> command = build_command(build_dir, jobs, suites);
   // Keep going past a chapter that does not compile: the others still build.
-  const bool ninja = read_file(build_dir / "CMakeCache.txt").find("CMAKE_GENERATOR:INTERNAL=Ninja") != std::string::npos;
-  command.insert(command.end(), {"--", ninja ? "-k0" : "-k"});
+  command.insert(command.end(), {"--", built_by_ninja(build_dir) ? "-k0" : "-k"});
   std::ofstream(log).close();
   const pid_t pid = start_logged(command, log);
   int shown = -1;

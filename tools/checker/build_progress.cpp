@@ -105,19 +105,25 @@ std::string build_error_excerpt(const std::string& log) {
   return excerpt;
 }
 
+std::vector<std::string> build_command(const fs::path& build_dir, int jobs, const std::vector<std::string>& targets) {
+  std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
+  command.insert(command.end(), targets.begin(), targets.end());
+  return command;
+}
+
+bool built_by_ninja(const fs::path& build_dir) {
+  return read_file(build_dir / "CMakeCache.txt").find("CMAKE_GENERATOR:INTERNAL=Ninja") != std::string::npos;
+}
+
 std::string build_targets(const fs::path& build_dir, int jobs, const std::string& what,
                           const std::vector<std::string>& targets) {
   std::string log_template = (fs::temp_directory_path() / "book-build.XXXXXX").string();
   const int fd = mkstemp(log_template.data());
   if (fd >= 0) close(fd);
   const fs::path log = log_template;
-  std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
   std::string listed;
-  for (const std::string& t : targets) {
-    command.push_back(t);
-    listed += (listed.empty() ? "" : " ") + t;
-  }
-  const pid_t pid = start_logged(command, log);
+  for (const std::string& t : targets) listed += (listed.empty() ? "" : " ") + t;
+  const pid_t pid = start_logged(build_command(build_dir, jobs, targets), log);
   int status = -1;
   show_build_progress(
       log, what, [&] { return waitpid(pid, &status, WNOHANG) == 0; }, std::cout, isatty(STDOUT_FILENO));

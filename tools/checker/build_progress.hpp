@@ -21,6 +21,15 @@ pid_t start_logged(const std::vector<std::string>& words, const std::filesystem:
 // Waits for the process; whether it ended with status 0.
 bool succeeded(pid_t pid);
 
+// The command that builds `targets` in `build_dir`, `jobs` at once:
+// cmake --build BUILD_DIR -j JOBS --target TARGET...
+std::vector<std::string> build_command(const std::filesystem::path& build_dir, int jobs,
+                                       const std::vector<std::string>& targets);
+
+// Whether `build_dir` was configured for a Ninja generator (./book makes new
+// build folders with Ninja when it is installed; an older one may be make's).
+bool built_by_ninja(const std::filesystem::path& build_dir);
+
 // How many files the log says were started ("Building CXX object" lines).
 int files_compiled(const std::string& log);
 

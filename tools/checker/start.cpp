@@ -23,16 +23,10 @@ namespace fs = std::filesystem;
 volatile std::sig_atomic_t stop_signal = 0;
 extern "C" void start_stopped(int signal) { stop_signal = signal; }
 
-// Whether the build folder is Ninja's (./book makes new folders with Ninja
-// when it is installed; an older folder may be make's).
-bool built_by_ninja(const fs::path& build_dir) {
-  return read_file(build_dir / "CMakeCache.txt").find("CMAKE_GENERATOR:INTERNAL=Ninja\n") != std::string::npos;
-}
-
-std::vector<std::string> cmake_build(const fs::path& build_dir, int jobs, const std::vector<std::string>& targets) {
-  std::vector<std::string> words = {"nice", "-n", "19", "cmake", "--build", build_dir.string(), "-j",
-                                    std::to_string(jobs), "--target"};
-  words.insert(words.end(), targets.begin(), targets.end());
+// The builder's builds: niced (see start_builder).
+std::vector<std::string> niced_build(const fs::path& build_dir, int jobs, const std::vector<std::string>& targets) {
+  std::vector<std::string> words = {"nice", "-n", "19"};
+  for (std::string& w : build_command(build_dir, jobs, targets)) words.push_back(std::move(w));
   return words;
 }
 
@@ -63,13 +57,13 @@ pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::
   for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
   if (ninja) {
     const fs::path log = marks / "build.log";
-    const bool ok = succeeded(start_logged(cmake_build(build_dir, jobs, {"sa_foundation"}), log)) &&
-                    succeeded(start_logged(cmake_build(build_dir, jobs, chapters), log));
+    const bool ok = succeeded(start_logged(niced_build(build_dir, jobs, {"sa_foundation"}), log)) &&
+                    succeeded(start_logged(niced_build(build_dir, jobs, chapters), log));
     std::ofstream(marks / (ok ? "build.ok" : "build.failed"));
     _exit(ok ? 0 : 1);
   }
   for (const std::string& c : chapters) {
-    const bool ok = succeeded(start_logged(cmake_build(build_dir, jobs, {c}), marks / (c + ".log")));
+    const bool ok = succeeded(start_logged(niced_build(build_dir, jobs, {c}), marks / (c + ".log")));
     std::ofstream(marks / (c + (ok ? ".ok" : ".failed")));
     if (!ok) _exit(1);
   }
