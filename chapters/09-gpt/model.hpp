@@ -131,11 +131,9 @@ struct GptBlockCache {
   LayerNormCache ln1;
   Matrix a;     // LayerNorm1(x), (rows, d)
   Matrix qkv;   // a [W_q | W_k | W_v], (rows, 3d)
-  // One per (sequence, head), sequence-major: the head's Q, K and V, copied
-  // out of qkv once for the forward and kept for the backward, and chapter
-  // 8's output and log-sum-exp of every query row, all the rest its
-  // backward needs.
-  std::vector<Matrix> Q, K, V;
+  // One per (sequence, head), sequence-major: chapter 8's output and
+  // log-sum-exp of every query row, what its backward needs besides the
+  // head's Q, K and V (which it copies out of qkv again).
   std::vector<TiledAttention> heads;
   Matrix att;   // the heads side by side, (rows, d)
   Matrix x_mid; // x + att W_o
@@ -156,7 +154,9 @@ struct GptWorkspace {
   LayerNormCache ln_f;
   Matrix y, logits, probs, d_logits;
   Matrix d_x, d_y, d_ln, d_m, d_att, d_qkv, d_h, d_g;
-  Matrix dO;  // one head of one sequence, copied out of d_att
+  // One head of one sequence at a time, for chapter 8's kernels: its Q, K
+  // and V copied out of a block's qkv, its dO out of d_att.
+  Matrix Q, K, V, dO;
   void resize(const GptConfig& cfg, int64_t batch, int64_t seq);
   int64_t rows() const { return batch * seq; }
 };
