@@ -91,28 +91,34 @@ void layernorm_forward(const Matrix& X, const LayerNorm& ln, Matrix& Y, LayerNor
   Y.array() = (cache.X_hat.array().rowwise() * ln.gamma.array()).rowwise() + ln.beta.array();
 }
 
-void gelu_forward(const Matrix& X, Matrix& Y, Matrix& Phi) {
+void gelu_forward(const Matrix& X, Matrix& Y, Matrix& dGelu) {
   detail::expect_shape("gelu_forward", "Y", Y, X.rows(), X.cols());
-  detail::expect_shape("gelu_forward", "Phi", Phi, X.rows(), X.cols());
-  // Eigen's erf is vectorized; std::erf element by element made GELU the
-  // slowest layer of the model.
+  detail::expect_shape("gelu_forward", "dGelu", dGelu, X.rows(), X.cols());
+  // Row by row, so that Φ(x), written once to a row of scratch, is read
+  // back from the nearest cache by both formulas. Eigen's erf and exp are
+  // vectorized; std::erf element by element made GELU the slowest layer of
+  // the model.
   const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
-  Phi.array() = 0.5f * (1.0f + (X.array() * inv_sqrt2).erf());
-  Y.array() = X.array() * Phi.array();
+  const float inv_sqrt_2pi = float(1.0 / std::sqrt(2.0 * std::numbers::pi));
+  RowVector Phi(X.cols());
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const auto x = X.row(i).array();
+    Phi.array() = 0.5f * (1.0f + (x * inv_sqrt2).erf());
+    Y.row(i).array() = x * Phi.array();
+    dGelu.row(i).array() = Phi.array() + x * inv_sqrt_2pi * (-0.5f * x.square()).exp();
+  }
 }
 
 void gelu_forward(const Matrix& X, Matrix& Y) {
-  Matrix Phi(X.rows(), X.cols());
-  gelu_forward(X, Y, Phi);
+  detail::expect_shape("gelu_forward", "Y", Y, X.rows(), X.cols());
+  const float inv_sqrt2 = float(1.0 / std::numbers::sqrt2);
+  Y.array() = X.array() * (0.5f * (1.0f + (X.array() * inv_sqrt2).erf()));
 }
 
-void gelu_backward(const Matrix& X, const Matrix& Phi, const Matrix& dY, Matrix& dX) {
-  detail::expect_shape("gelu_backward", "Phi", Phi, X.rows(), X.cols());
-  detail::expect_shape("gelu_backward", "dY", dY, X.rows(), X.cols());
-  detail::expect_shape("gelu_backward", "dX", dX, X.rows(), X.cols());
-  const float inv_sqrt_2pi = float(1.0 / std::sqrt(2.0 * std::numbers::pi));
-  const auto x = X.array();
-  dX.array() = dY.array() * (Phi.array() + x * inv_sqrt_2pi * (-0.5f * x.square()).exp());
+void gelu_backward(const Matrix& dGelu, const Matrix& dY, Matrix& dX) {
+  detail::expect_shape("gelu_backward", "dY", dY, dGelu.rows(), dGelu.cols());
+  detail::expect_shape("gelu_backward", "dX", dX, dGelu.rows(), dGelu.cols());
+  dX.array() = dY.array() * dGelu.array();
 }
 
 // One head of one sequence at a time, in the book's names: the scores, the

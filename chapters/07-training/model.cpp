@@ -180,7 +180,7 @@ Workspace::Workspace(const ModelConfig& cfg, int64_t batch_, int64_t seq_, int64
     c.m.resize(r, d);
     c.h.resize(r, cfg.d_ff);
     c.g.resize(r, cfg.d_ff);
-    c.Phi.resize(r, cfg.d_ff);
+    c.dgelu.resize(r, cfg.d_ff);
     c.x_out.resize(r, d);
     blocks.push_back(std::move(c));
   }
@@ -255,7 +255,7 @@ void TinyTransformer::backward() {
     // x_out = x_mid + FFN(x_mid): the identity passes d_x through, the
     // feed-forward branch adds its part.
     linear_backward(cache.g, block.fc2, after_att.d_x, after_att.d_g, block_grads.fc2);
-    gelu_backward(cache.h, cache.Phi, after_att.d_g, after_att.d_h);
+    gelu_backward(cache.dgelu, after_att.d_g, after_att.d_h);
     linear_backward(cache.m, block.fc1, after_att.d_h, after_att.d_m, block_grads.fc1);
     layernorm_backward(after_att.d_m, cache.ln2, block.ln2, after_att.d_ln, block_grads.ln2);
     after_att.d_x += after_att.d_ln;  // now the gradient of x_mid
@@ -309,7 +309,7 @@ const Matrix& TinyTransformer::run_forward(const std::vector<int64_t>& ids, int6
     // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
     layernorm_forward(cache.x_mid, block.ln2, cache.m, cache.ln2);
     linear_forward(cache.m, block.fc1, cache.h);
-    gelu_forward(cache.h, cache.g, cache.Phi);
+    gelu_forward(cache.h, cache.g, cache.dgelu);
     linear_forward(cache.g, block.fc2, cache.x_out);
     cache.x_out += cache.x_mid;
     x = &cache.x_out;

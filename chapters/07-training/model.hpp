@@ -197,7 +197,7 @@ struct BlockCache {
   LayerNormCache ln2;
   Matrix m;          // LayerNorm2(x_mid), (rows, d)
   Matrix h, g;       // h = m W1 + b1 and g = GELU(h), (rows, d_ff)
-  Matrix Phi;        // Φ(h), GELU's cache for its backward, (rows, d_ff)
+  Matrix dgelu;      // GELU'(h), GELU's cache for its backward, (rows, d_ff)
   Matrix x_out;      // x_mid + g W2 + b2, (rows, d)
 };
 

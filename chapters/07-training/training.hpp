@@ -121,17 +121,19 @@ void layernorm_backward(const Matrix& dY, const LayerNormCache& cache, const Lay
 // GELU, the exact form: GELU(x) = x Φ(x) = ½ x (1 + erf(x / √2)).
 //   This is PyTorch's nn.GELU() default (approximate='none'), not the tanh
 //   approximation GPT-2 used.
-//   cache: X, the input, and Φ(X), which the backward needs again (erf is
-//   the dearest part of both passes, so it is computed once)
+//   cache: GELU'(X), the derivative at every input, all the backward needs
+//   (the forward has Φ(X) at hand: erf, the dearest part, is computed once,
+//   and X itself need not be kept)
 // ===========================================================================
-void gelu_forward(const Matrix& X, Matrix& Y, Matrix& Phi);
+// GELU'(x) = Φ(x) + x φ(x), with Φ the standard normal CDF and
+// φ(x) = exp(−x²/2) / √(2π) its density (the derivative of x Φ(x) by the
+// product rule). Y and dGelu must be X's shape.
+void gelu_forward(const Matrix& X, Matrix& Y, Matrix& dGelu);
 // Without a cache (inference: nothing will go backward).
 void gelu_forward(const Matrix& X, Matrix& Y);
 
-// GELU'(x) = Φ(x) + x φ(x), with Φ the standard normal CDF and
-// φ(x) = exp(−x²/2) / √(2π) its density (the derivative of x Φ(x) by the
-// product rule). dX = dY ∘ GELU'(X).
-void gelu_backward(const Matrix& X, const Matrix& Phi, const Matrix& dY, Matrix& dX);
+// dX = dY ∘ GELU'(X), from the forward's dGelu.
+void gelu_backward(const Matrix& dGelu, const Matrix& dY, Matrix& dX);
 
 // ===========================================================================
 // Multi-head causal self-attention, for a whole batch at once.

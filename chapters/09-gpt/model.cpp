@@ -98,9 +98,8 @@ void GptWorkspace::resize(const GptConfig& cfg, int64_t batch_, int64_t seq_) {
     c.x_mid.resize(r, d);
     c.ln2 = LayerNormCache(r, d);
     c.m.resize(r, d);
-    c.h.resize(r, ff);
     c.g.resize(r, ff);
-    c.Phi.resize(r, ff);
+    c.dgelu.resize(r, ff);
     c.x_out.resize(r, d);
   }
   ln_f = LayerNormCache(r, d);
@@ -110,6 +109,7 @@ void GptWorkspace::resize(const GptConfig& cfg, int64_t batch_, int64_t seq_) {
   d_logits.resize(r, cfg.vocab_size);
   for (Matrix* m : {&d_x, &d_y, &d_ln, &d_m, &d_att}) m->resize(r, d);
   d_qkv.resize(r, 3 * d);
+  h.resize(r, ff);
   d_h.resize(r, ff);
   d_g.resize(r, ff);
   for (Matrix* m : {&Q, &K, &V, &dO}) m->resize(seq, d_k);
@@ -196,8 +196,8 @@ const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch, bool 
     c.x_mid += *x;
     // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
     layernorm_forward(c.x_mid, block.ln2, c.m, c.ln2);
-    linear_forward(c.m, block.fc1, c.h);
-    gelu_forward(c.h, c.g, c.Phi);
+    linear_forward(c.m, block.fc1, w_.h);
+    gelu_forward(w_.h, c.g, c.dgelu);
     linear_forward(c.g, block.fc2, c.x_out);
     if (dropped_) drop(c.x_out, dropout_, *dropout_gen_, c.keep_ffn);
     c.x_out += c.x_mid;
@@ -238,7 +238,7 @@ void Gpt::backward() {
     // gradient.)
     const Matrix& d_ffn = dropped_ ? (w_.d_y = dropout_backward(w_.d_x, c.keep_ffn, dropout_)) : w_.d_x;
     linear_backward(c.g, block.fc2, d_ffn, w_.d_g, g.fc2);
-    gelu_backward(c.h, c.Phi, w_.d_g, w_.d_h);
+    gelu_backward(c.dgelu, w_.d_g, w_.d_h);
     linear_backward(c.m, block.fc1, w_.d_h, w_.d_m, g.fc1);
     layernorm_backward(w_.d_m, c.ln2, block.ln2, w_.d_ln, g.ln2);
     w_.d_x += w_.d_ln;  // now the gradient of x_mid

@@ -138,7 +138,7 @@ struct GptBlockCache {
   Matrix att;   // the heads side by side, (rows, d)
   Matrix x_mid; // x + att W_o
   LayerNormCache ln2;
-  Matrix m, h, g, Phi;  // LayerNorm2(x_mid); m W1 + b1; GELU(h); Φ(h)
+  Matrix m, g, dgelu;   // LayerNorm2(x_mid); GELU(h) and GELU'(h), h = m W1 + b1
   Matrix x_out;         // x_mid + g W2 + b2
   Mask keep_att, keep_ffn;  // dropout's masks on the two branches (training with dropout only)
 };
@@ -153,6 +153,10 @@ struct GptWorkspace {
   Mask keep_x0;  // dropout's mask on the embedding (training with dropout only)
   LayerNormCache ln_f;
   Matrix y, logits, probs, d_logits;
+  // h = m W1 + b1 of the block being computed: GELU's cache is all its
+  // backward needs, so one h serves every block (the step's largest
+  // activations, (rows, 4 d_model), are kept twice per block, not three times).
+  Matrix h;
   Matrix d_x, d_y, d_ln, d_m, d_att, d_qkv, d_h, d_g;
   // One head of one sequence at a time, for chapter 8's kernels: its Q, K
   // and V copied out of a block's qkv, its dO out of d_att.
