@@ -5,6 +5,10 @@
 #include <cassert>
 #include <stdexcept>
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 namespace sa {
 
 std::string shape_str(const Shape& shape) {
@@ -12,6 +16,19 @@ std::string shape_str(const Shape& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   if (shape.size() == 1) s += ",";  // torch.Size([6]) prints as (6,)
   return s + ")";
+}
+
+void flush_subnormals_to_zero() {
+#if defined(__SSE__) || defined(__x86_64__)
+  // MXCSR: flush-to-zero (bit 15) for results, denormals-are-zero (bit 6)
+  // for inputs.
+  _mm_setcsr(_mm_getcsr() | 0x8040);
+#elif defined(__aarch64__)
+  // FPCR.FZ (bit 24): subnormal inputs and results are 0.
+  uint64_t fpcr;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+  __asm__ volatile("msr fpcr, %0" : : "r"(fpcr | (uint64_t(1) << 24)));
+#endif
 }
 
 std::string shape_str(const Matrix& m) { return shape_str(Shape{m.rows(), m.cols()}); }
