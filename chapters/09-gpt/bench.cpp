@@ -257,7 +257,8 @@ std::string ratio_words(double ours_ms, double torch_ms) {
 std::string share_of_peak(double gflops, double peak) {
   // Faster than the peak means the peak's own timing was disturbed.
   if (gflops > peak) return "n/a (faster than the peak measured: that measurement was disturbed)";
-  return fmt::format("{:.0f}% of this core's float GEMM peak", 100.0 * gflops / peak);
+  // One decimal: a share of 69.6% is not 70%.
+  return fmt::format("{:.1f}% of this core's float GEMM peak", 100.0 * gflops / peak);
 }
 
 // What the run measured, for the printing below.
