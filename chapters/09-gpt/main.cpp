@@ -127,7 +127,7 @@ void run(int argc, char** argv) {
   encoding_demo(vocab);
 
   step(4, "The learning-rate schedule: warm-up, then cosine decay");
-  schedule_demo(figures);
+  schedule_demo(o.schedule(), figures);
 
   step(5, "Gradient clipping and AdamW");
   optimizer_demo();

@@ -95,8 +95,9 @@ void text_demo(const Text& t);
 CharVocab vocabulary_demo(const Text& text);
 // Step 3: a verse through encode and decode, and the refusals.
 void encoding_demo(const CharVocab& vocab);
-// Step 4: learning_rate at a few iterations of the default run, and its figure.
-void schedule_demo(Figures& figures);
+// Step 4: learning_rate at a few iterations of nanoGPT's recipe (the
+// default run's schedule), its figure, and the schedule `run` trains with.
+void schedule_demo(const LrSchedule& run, Figures& figures);
 // Step 5: clip_grad_norm and adamw_step on two small tensors.
 void optimizer_demo();
 // Step 6: the training text's character frequencies as a fixed

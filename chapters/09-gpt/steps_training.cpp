@@ -14,11 +14,12 @@
 
 namespace sa::ch9 {
 
-void schedule_demo(Figures& figures) {
+void schedule_demo(const LrSchedule& run, Figures& figures) {
   const LrSchedule s;  // nanoGPT's shakespeare_char on a CPU: 2000 iterations, lr 1e-3 to 1e-4, 100 of warm-up
-  say(fmt::format("Training will change its step size as it goes (learning_rate, nanoGPT's get_lr): a linear "
-                  "warm-up over the first {} iterations, while Adam's moment estimates are still poor, then half a "
-                  "cosine from lr = {:g} down to min_lr = {:g} at iteration {}, and min_lr after it.",
+  say(fmt::format("nanoGPT's character-level recipe on a CPU changes its step size as it trains (learning_rate, "
+                  "nanoGPT's get_lr): a linear warm-up over the first {} iterations, while Adam's moment estimates "
+                  "are still poor, then half a cosine from lr = {:g} down to min_lr = {:g} at iteration {}, and "
+                  "min_lr after it.",
                   s.warmup_iters, s.lr, s.min_lr, s.lr_decay_iters));
   fmt::print("  {:>9}  {:>12}\n", "iteration", "lr");
   for (int64_t it : {0, 1, 49, 99, 100, 101, 550, 1050, 1550, 1999, 2000, 2001})
@@ -26,6 +27,15 @@ void schedule_demo(Figures& figures) {
   say("The warm-up counts from 1 (lr / 101 at iteration 0), so the first step already moves the weights; "
       "iteration 100 is the top, where the cosine starts, and halfway through the decay (iteration 1050) the "
       "rate is halfway between lr and min_lr.");
+  const bool same = run.lr == s.lr && run.min_lr == s.min_lr && run.warmup_iters == s.warmup_iters &&
+                    run.lr_decay_iters == s.lr_decay_iters;
+  if (same)
+    say("Step 10 trains with this schedule.");
+  else
+    say(fmt::format("Step 10 trains with the same shape over this run's {}: a warm-up over {} to lr = {:g}, then "
+                    "the cosine down to min_lr = {:g} at iteration {}.",
+                    count_of(run.lr_decay_iters, "iteration"), count_of(run.warmup_iters, "iteration"), run.lr,
+                    run.min_lr, run.lr_decay_iters));
 
   figures.draw("lr_schedule.png", [&](const std::string& path) {
     std::vector<double> x, y;
