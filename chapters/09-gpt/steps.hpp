@@ -98,6 +98,10 @@ void encoding_demo(const CharVocab& vocab);
 // Step 4: learning_rate at a few iterations of nanoGPT's recipe (the
 // default run's schedule), its figure, and the schedule `run` trains with.
 void schedule_demo(const LrSchedule& run, Figures& figures);
+// "a warm-up over 15 iterations to lr = 0.001", or for a schedule without
+// one (under 20 iterations, 5% of them rounds to none) "no warm-up (lr =
+// 0.001 from the first iteration)".
+std::string warmup_words(const LrSchedule& s);
 // Step 5: clip_grad_norm and adamw_step on two small tensors.
 void optimizer_demo();
 // Step 6: the training text's character frequencies as a fixed

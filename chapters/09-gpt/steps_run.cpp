@@ -129,12 +129,11 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
-                  "warm-up over {} to {:g}, cosine down to {:g}. {}, the loss on the "
+                  "{}, then the cosine down to {:g}. {}, the loss on the "
                   "same {} (seed + 1) and the mean loss of the training batches since the "
                   "last line; at the first line and half-way, 100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
-                  iterations(schedule.warmup_iters),
-                  schedule.lr, schedule.min_lr,
+                  warmup_words(schedule), schedule.min_lr,
                   o.eval_interval == 1 ? std::string("After every iteration")
                                        : fmt::format("Every {} iterations", o.eval_interval),
                   o.eval_iters == 1 ? std::string("validation batch")

@@ -14,6 +14,11 @@
 
 namespace sa::ch9 {
 
+std::string warmup_words(const LrSchedule& s) {
+  if (s.warmup_iters == 0) return fmt::format("no warm-up (lr = {:g} from the first iteration)", s.lr);
+  return fmt::format("a warm-up over {} to lr = {:g}", count_of(s.warmup_iters, "iteration"), s.lr);
+}
+
 void schedule_demo(const LrSchedule& run, Figures& figures) {
   const LrSchedule s;  // nanoGPT's shakespeare_char on a CPU: 2000 iterations, lr 1e-3 to 1e-4, 100 of warm-up
   say(fmt::format("nanoGPT's character-level recipe on a CPU changes its step size as it trains (learning_rate, "
@@ -32,10 +37,9 @@ void schedule_demo(const LrSchedule& run, Figures& figures) {
   if (same)
     say("Step 10 trains with this schedule.");
   else
-    say(fmt::format("Step 10 trains with the same shape over this run's {}: a warm-up over {} to lr = {:g}, then "
-                    "the cosine down to min_lr = {:g} at iteration {}.",
-                    count_of(run.lr_decay_iters, "iteration"), count_of(run.warmup_iters, "iteration"), run.lr,
-                    run.min_lr, run.lr_decay_iters));
+    say(fmt::format("Step 10 trains with the same shape over this run's {}: {}, then the cosine down to min_lr = "
+                    "{:g} at iteration {}.",
+                    count_of(run.lr_decay_iters, "iteration"), warmup_words(run), run.min_lr, run.lr_decay_iters));
 
   figures.draw("lr_schedule.png", [&](const std::string& path) {
     std::vector<double> x, y;
