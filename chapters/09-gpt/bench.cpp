@@ -18,6 +18,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
+#include "sa/print.hpp"
 #include "sa/pytorch_peer.hpp"
 #include "sa/rng.hpp"
 
@@ -288,8 +289,8 @@ void print_step(const Times& step, const StepCount& count, const GptConfig& cfg,
 
 void print_generation(const GenerationTimes& g, const BenchOptions& o) {
   const double with = double(o.gen_chars) / g.cached.wall, without = double(o.gen_chars) / g.uncached.wall;
-  fmt::print("  generation, {} characters after \"{}\" (median of {} runs each way):\n", o.gen_chars, kPrompt,
-             kGenerationRuns);
+  fmt::print("  generation, {} after \"{}\" (median of {} runs each way):\n", count_of(o.gen_chars, "character"),
+             kPrompt, kGenerationRuns);
   fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
              g.cached.wall, g.cached.cpu);
   fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): {}\n", without,
@@ -383,8 +384,9 @@ void run(int argc, char** argv) {
   const GptConfig cfg = o.model.model_config();
   const StepCount count = step_count(cfg, o.model.batch);
 
-  fmt::print("Chapter 9 benchmark: GPT of {} layers, {} heads, d_model {}, seq_len {}, batch {}, seed {}\n",
-             cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.seq_len, o.model.batch, cli.seed);
+  fmt::print("Chapter 9 benchmark: GPT of {}, {}, d_model {}, seq_len {}, batch {}, seed {}\n",
+             count_of(cfg.n_layers, "layer"), count_of(cfg.n_heads, "head"), cfg.d_model, cfg.seq_len, o.model.batch,
+             cli.seed);
   fmt::print("  measured on: {}, one thread\n", measure::machine_description());
 
   // The peak before and after the steps and generation: on a busy machine

@@ -86,11 +86,11 @@ void run(int argc, char** argv) {
   Gpt model(ckpt.config, unused);
   model.params = std::move(ckpt.params);
   const std::vector<int64_t> ids = encode(vocab, prompt);
-  fmt::print("{}: {} layers, {} heads, d_model {}, seq_len {}, {} characters, trained {} iterations\n",
-             shown_path(checkpoint), ckpt.config.n_layers, ckpt.config.n_heads, ckpt.config.d_model,
-             ckpt.config.seq_len, vocab_size, ckpt.iteration);
-  fmt::print("{} characters after \"{}\", temperature {}, top-k {}, seed {}\n\n", tokens, prompt, temperature, top_k,
-             cli.seed);
+  fmt::print("{}: {}, {}, d_model {}, seq_len {}, {} characters, trained {}\n", shown_path(checkpoint),
+             count_of(ckpt.config.n_layers, "layer"), count_of(ckpt.config.n_heads, "head"), ckpt.config.d_model,
+             ckpt.config.seq_len, vocab_size, count_of(ckpt.iteration, "iteration"));
+  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n\n", count_of(tokens, "character"), prompt,
+             temperature, top_k, cli.seed);
 
   GenerationOptions g;
   g.new_tokens = tokens;

@@ -112,8 +112,9 @@ void run(int argc, char** argv) {
   chapter_title("Chapter 9: a small GPT trained on a real book");
   fmt::print("seed {}, temperature {}, top-k {}, sample-chars {}\n", cli.seed, o.temperature, o.top_k,
              o.sample_chars);
-  fmt::print("model: {} layers, {} heads, d_model {}, seq_len {}; training: {} iterations of batch {}{}{}\n",
-             o.n_layers, o.n_heads, o.d_model, o.seq_len, o.iters, o.batch, o.quick ? " (--quick)" : "",
+  fmt::print("model: {}, {}, d_model {}, seq_len {}; training: {} of batch {}{}{}\n", count_of(o.n_layers, "layer"),
+             count_of(o.n_heads, "head"), o.d_model, o.seq_len, count_of(o.iters, "iteration"), o.batch,
+             o.quick ? " (--quick)" : "",
              resumed ? fmt::format(", resumed from iteration {} ({})", o.start_iteration, shown_path(o.checkpoint))
                      : "");
 
@@ -127,7 +128,7 @@ void run(int argc, char** argv) {
   encoding_demo(vocab);
 
   step(4, "The learning-rate schedule: warm-up, then cosine decay");
-  schedule_demo(o.schedule(), figures);
+  schedule_demo(o.schedule(), o.start_iteration, figures);
 
   step(5, "Gradient clipping and AdamW");
   optimizer_demo();
@@ -165,7 +166,8 @@ void run(int argc, char** argv) {
   step(11, "The trained model writes");
   generation_demo(model, vocab, o, cli.seed);
 
-  step(12, "What two trained heads read in a verse");
+  step(12, o.n_layers * o.n_heads > 1 ? "What two trained heads read in a verse"
+                                      : "What the trained head reads in a verse");
   heads_demo(model, vocab, figures);
 
   figures.summary();

@@ -258,14 +258,17 @@ struct GenerationOptions {
 std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> prompt, const GenerationOptions& o, Generator& gen);
 
 // How the cache's speed compares, in words that stay true for any count:
-// "the cache is 14.2x faster", or, when it is not faster (a character or
-// two: the prompt's prefill is then most of the work, the same forward both
-// ways), "the cache gains nothing on so few characters (0.8x)".
+// "the cache is 14.2x faster", or, when it is not faster, why. With a
+// character or two, the prompt's forward that fills the cache is most of the
+// work; with a context of a position or two, it starts again at almost every
+// character, and each time a forward of all of it fills the cache.
 inline std::string cache_gain(double with_per_second, double without_per_second) {
   const double r = with_per_second / without_per_second;
   if (r >= 1.05) return fmt::format("the cache is {:.1f}x faster", r);
-  return fmt::format("the cache gains nothing on so few characters ({:.1f}x): the prompt's forward is most of the "
-                     "work either way",
+  if (r > 0.95)
+    return fmt::format("the cache gains nothing here ({:.1f}x): the forwards that fill it are most of the work", r);
+  return fmt::format("the cache costs more than it saves here ({:.1f}x): each time the context starts again, a "
+                     "forward of all of it fills the cache first",
                      r);
 }
 

@@ -96,8 +96,9 @@ CharVocab vocabulary_demo(const Text& text);
 // Step 3: a verse through encode and decode, and the refusals.
 void encoding_demo(const CharVocab& vocab);
 // Step 4: learning_rate at a few iterations of nanoGPT's recipe (the
-// default run's schedule), its figure, and the schedule `run` trains with.
-void schedule_demo(const LrSchedule& run, Figures& figures);
+// default run's schedule), and the schedule `run` trains with from
+// iteration `first` (0, or where --resume starts), in words and in a figure.
+void schedule_demo(const LrSchedule& run, int64_t first, Figures& figures);
 // "a warm-up over 15 iterations to lr = 0.001", or for a schedule without
 // one (under 20 iterations, 5% of them rounds to none) "no warm-up (lr =
 // 0.001 from the first iteration)".

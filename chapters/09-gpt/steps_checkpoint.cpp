@@ -115,9 +115,10 @@ void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint6
   Generator eval_gen(seed + 1);  // the batches of every validation loss (step 10)
   const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
   const double uniform = std::log(double(model.config().vocab_size));
-  say(fmt::format("The model read back has trained {} iterations already. Its loss on the {} validation batches "
-                  "of {} x {} characters that step 10 measures on:",
-                  iteration, o.eval_iters, o.batch, model.config().seq_len));
+  say(fmt::format("The model read back has trained {} already. Its loss on the {} of {} x {} characters that "
+                  "step 10 measures on:",
+                  count_of(iteration, "iteration"), count_of(o.eval_iters, "validation batch", "validation batches"),
+                  o.batch, model.config().seq_len));
   fmt::print("  validation loss {:.4f} nats per character; ln({}) = {:.4f}, where training started\n", loss,
              model.config().vocab_size, uniform);
 }

@@ -73,14 +73,19 @@ std::string label(char c) { return c == ' ' ? "␣" : std::string(1, c); }
 void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   const GptConfig& c = model.config();
   const std::string verse(kVerse.substr(0, size_t(std::min<int64_t>(int64_t(kVerse.size()), c.seq_len))));
+  if (verse.size() < 2) {
+    say("With a context of one character a head has nothing to choose among: each puts all its weight on the "
+        "character itself. Train with --seq-len 2 or more to see what the heads read.");
+    return;
+  }
   model.forward(encode(vocab, verse), 1);
   say(fmt::format("The trained model reads \"{}\" (Genesis 1:1{}). Chapter 8's tiled attention kept only each "
                   "query's log-sum-exp; every weight comes back as exp(score - lse). For each head: the mean "
                   "weight a character puts on the one just before it, on itself, on the space its word began with "
                   "(the last space before it), and how many characters back its weight sits on average (over the "
-                  "{} characters after the first).",
+                  "{} after the first).",
                   verse, verse.size() < kVerse.size() ? ", its first characters: the model knows fewer positions" : "",
-                  verse.size() - 1));
+                  count_of(int64_t(verse.size()) - 1, "character")));
   fmt::print("  {:>5}  {:>4}  {:>13}  {:>9}  {:>10}  {:>14}\n", "layer", "head", "on previous", "on itself",
              "word start", "distance back");
   // The yardstick: a head that weighs every key it sees alike, 1 / (i + 1).
@@ -150,10 +155,11 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
       panels.push_back(p);
     }
     const std::string over =
-        shown < int64_t(verse.size()) ? fmt::format("the first {} characters of Genesis 1:1", shown) : "Genesis 1:1";
-    return plot::heatmap_grid(
-        path, fmt::format("Two trained heads of the GPT over {} (query rows, key columns; ␣ is a space)", over), 1,
-        int(panels.size()), panels, 640);
+        shown < int64_t(kVerse.size()) ? fmt::format("the first {} characters of Genesis 1:1", shown) : "Genesis 1:1";
+    return plot::heatmap_grid(path,
+                              fmt::format("{} of the GPT over {} (query rows, key columns; ␣ is a space)",
+                                          panels.size() > 1 ? "Two trained heads" : "A trained head", over),
+                              1, int(panels.size()), panels, 640);
   });
 }
 

@@ -37,8 +37,8 @@ void model_demo(const Gpt& model) {
   const GptConfig recipe;
   const bool is_recipe = c.n_layers == recipe.n_layers && c.n_heads == recipe.n_heads &&
                          c.d_model == recipe.d_model && c.seq_len == recipe.seq_len;
-  say(fmt::format("The GPT: chapter 7's pre-norm blocks with chapter 8's causal tiled attention, {}: {} layers, "
-                  "{} heads, d_model {}, seq_len {} (the context), "
+  say(fmt::format("The GPT: chapter 7's pre-norm blocks with chapter 8's causal tiled attention, {}: {}, "
+                  "{}, d_model {}, seq_len {} (the context), "
                   "d_ff = 4 d_model = {}. The output layer is the token embedding itself (weight tying): the "
                   "logits are y tokᵀ. Its parameter table, the one list that initialisation, AdamW, clipping and "
                   "the PyTorch twin read:",
@@ -73,9 +73,9 @@ double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, ui
   const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
   const double uniform = std::log(double(model.config().vocab_size));
   say(fmt::format("Before any training the logits are small (every weight is about 0.02), so the model spreads its "
-                  "probability almost evenly over the {} characters. Its loss on {} validation batches of {} x {} "
-                  "characters:",
-                  model.config().vocab_size, o.eval_iters, o.batch, model.config().seq_len));
+                  "probability almost evenly over the {} characters. Its loss on {} of {} x {} characters:",
+                  model.config().vocab_size, count_of(o.eval_iters, "validation batch", "validation batches"),
+                  o.batch, model.config().seq_len));
   fmt::print("  validation loss {:.4f} nats per character; ln({}) = {:.4f}; the difference {:.4f}\n", loss,
              model.config().vocab_size, uniform, loss - uniform);
   say("A loss well above ln(vocab_size) at the start would mean logits that are confidently wrong: a bad "

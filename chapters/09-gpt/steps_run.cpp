@@ -120,24 +120,43 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   if (resume) {
     restore_training_state(*resume, opt, gen);
     say(fmt::format("Resumed at iteration {} of {}, with the checkpoint's AdamW moments (step {}) and training "
-                    "generator: the batches and updates are those an uninterrupted run would make next. The "
-                    "learning rate follows the schedule of --iters {}; the run ends where an uninterrupted run of "
-                    "{} iterations ends only if the first run planned {} too (its iters was {}).",
-                    first, o.iters, opt.steps(), o.iters, o.iters, o.iters, resume->iters));
+                    "generator: the batches are those an uninterrupted run would draw next. {}",
+                    first, o.iters, opt.steps(),
+                    resume->iters == o.iters
+                        ? std::string("So are the updates, if --lr and --batch are the first run's too (the "
+                                      "checkpoint does not record them).")
+                        : fmt::format("The first run planned {} and the learning rate now follows the schedule "
+                                      "of {}: the updates are not those of an uninterrupted run of either length.",
+                                      iterations(resume->iters), iterations(o.iters))));
   }
+  // The iterations the loop below evaluates at: the first, every
+  // --eval-interval-th and the last. The model also writes a sample at the
+  // first and at the last of them at or before half-way (when that is not
+  // the first).
+  const auto evaluated_at = [&](int64_t it) { return it % o.eval_interval == 0 || it == first || it == o.iters; };
+  int64_t evaluations = 0;
+  for (int64_t it = first; it <= o.iters; ++it) evaluations += evaluated_at(it);
+  const int64_t half_way = o.iters / 2 / o.eval_interval * o.eval_interval;
+  const bool sample_half_way = half_way > first;
   constexpr double kClip = 1.0;
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
                   "{}, then the cosine down to {:g}. {}, the loss on the "
                   "same {} (seed + 1) and the mean loss of the training batches since the "
-                  "last line; at the first line and half-way, 100 characters the model writes after the prompt.",
+                  "last line; {}, 100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
                   warmup_words(schedule), schedule.min_lr,
-                  o.eval_interval == 1 ? std::string("After every iteration")
-                                       : fmt::format("Every {} iterations", o.eval_interval),
+                  o.eval_interval == 1                   ? std::string("After every iteration")
+                  : evaluations == 2                     ? std::string("At the first and the last iteration")
+                                                         : fmt::format("Every {} iterations", o.eval_interval),
                   o.eval_iters == 1 ? std::string("validation batch")
-                                    : fmt::format("{} validation batches", o.eval_iters)));
+                                    : fmt::format("{} validation batches", o.eval_iters),
+                  !sample_half_way              ? std::string("at the first line")
+                  : half_way * 2 == o.iters ? "at the first line and half-way"
+                                                : fmt::format("at the first line and at iteration {}, the last "
+                                                              "evaluation before half-way",
+                                                              half_way)));
   if (o.dropout > 0)
     say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
                     "branch's entries (chapter 6's dropout, its masks from the batches' generator); the validation "
@@ -146,10 +165,9 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   // At most about 100 lines of the table, whatever --eval-interval: every
   // evaluation goes into the figure, every print_every-th into the table
   // (and the first, the half-way sample's and the last).
-  const int64_t evaluations = (o.iters - first) / o.eval_interval + 2;
   const int64_t print_every = (evaluations + 99) / 100;
   if (print_every > 1)
-    say(fmt::format("With --eval-interval {} that is {} validation losses: the table shows every {}th (its training "
+    say(fmt::format("With --eval-interval {} that is {} validation losses: the table shows one in {} (its training "
                     "loss the mean since the evaluation before it), the figure all of them.",
                     o.eval_interval, evaluations, print_every));
   // (The learning rate of each iteration is step 4's schedule: not repeated here.)
@@ -162,13 +180,13 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   int64_t train_n = 0;
   const auto start = Clock::now();
   for (int64_t it = first;; ++it) {
-    if (it % o.eval_interval == 0 || it == first || it == o.iters) {
+    if (evaluated_at(it)) {
       const auto t0 = Clock::now();
       Generator eval_gen(seed + 1);
       const double val = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
       eval_seconds += seconds_since(t0);
       // What the model writes before training and half-way (step 11 shows the end).
-      const bool sample = it == first || it == o.iters / 2 / o.eval_interval * o.eval_interval;
+      const bool sample = it == first || (sample_half_way && it == half_way);
       if (evaluated++ % print_every == 0 || sample || it == o.iters) {
         progress.clear();
         const std::string train = train_n ? fmt::format("{:.4f}", train_sum / double(train_n)) : "-";
@@ -209,7 +227,7 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
     plot::LinePlot p;
     p.title = first ? fmt::format("Training the GPT on the Bible: iterations {} to {} of batch {} x {} (resumed)",
                                   first, o.iters, o.batch, o.seq_len)
-                    : fmt::format("Training the GPT on the Bible: {} iterations of batch {} x {}", o.iters, o.batch,
+                    : fmt::format("Training the GPT on the Bible: {} of batch {} x {}", iterations(o.iters), o.batch,
                                   o.seq_len);
     p.xlabel = "iteration";
     p.ylabel = "loss (nats per character)";
@@ -224,11 +242,13 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
 void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed) {
   const int64_t T = model.config().seq_len;
   const std::vector<int64_t> prompt = encode(vocab, o.prompt);  // checked before any work (main.cpp)
-  say(fmt::format("The trained model writes: after the prompt \"{}\", {} characters, each drawn with step 6's "
+  say(fmt::format("The trained model writes: after the prompt \"{}\", {}, each drawn with step 6's "
                   "sampling (temperature {}, top-k {}) from the logits after its context, the draws from "
-                  "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {} positions: when the "
-                  "context is full, its older half is dropped and the rest read again from position 0.",
-                  o.prompt, o.gen_chars, o.temperature, o.top_k, seed, T));
+                  "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {}: {}",
+                  o.prompt, count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
+                  count_of(T, "position"),
+                  T > 1 ? "when the context is full, its older half is dropped and the rest read again from position 0."
+                        : "each character is drawn from the one before it alone."));
   GenerationOptions g;
   g.new_tokens = o.gen_chars;
   g.temperature = o.temperature;

@@ -60,7 +60,7 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
     for (int64_t i = 0; i < o.sample_chars; ++i) drawn.push_back(sample_token(probs, gen));
     std::string s = decode(vocab, drawn);
     std::replace(s.begin(), s.end(), '\n', '/');
-    fmt::print("    {} characters drawn (newline shown as /): \"{}\"\n", o.sample_chars, s);
+    fmt::print("    {} drawn (newline shown as /): \"{}\"\n", count_of(o.sample_chars, "character"), s);
   }
   // What the two lines show depends on the options: said only where true.
   const bool all_kept = o.top_k >= vocab.size();
@@ -77,16 +77,23 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
         "Both lines come from the same draws (two generators seeded alike), so where they differ the {} "
         "temperature picked a {} character. ",
         o.temperature < 1 ? "lower" : "higher", o.temperature < 1 ? "likelier" : "less likely");
-  if (all_kept)
+  if (all_kept) {
     why += "At temperature 1 the draws follow the text's own frequencies; ";
-  else
+    if (o.temperature < 1)
+      why += "below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but vanish. ";
+    else if (o.temperature > 1)
+      why += "above 1 the mass spreads towards the rare characters, and the text gets noisier. ";
+    else
+      why += "a temperature below 1 would sharpen them, one above 1 flatten them. ";
+  } else {
     why += fmt::format("Top-k keeps the {} likeliest characters and shares their mass among them; ", o.top_k);
-  if (o.temperature < 1)
-    why += "below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but vanish. ";
-  else if (o.temperature > 1)
-    why += "above 1 the mass spreads towards the rare characters, and the text gets noisier. ";
-  else
-    why += "a temperature below 1 would sharpen them, one above 1 flatten them. ";
+    if (o.temperature < 1)
+      why += "a temperature below 1 gives the likeliest of them still more of it. ";
+    else if (o.temperature > 1)
+      why += "a temperature above 1 spreads it more evenly among them. ";
+    else
+      why += "a temperature below 1 would sharpen their shares, one above 1 flatten them. ";
+  }
   say(why + "Neither line knows any word: that needs the context, which only the model brings.");
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -19,7 +20,7 @@ std::string warmup_words(const LrSchedule& s) {
   return fmt::format("a warm-up over {} to lr = {:g}", count_of(s.warmup_iters, "iteration"), s.lr);
 }
 
-void schedule_demo(const LrSchedule& run, Figures& figures) {
+void schedule_demo(const LrSchedule& run, int64_t first, Figures& figures) {
   const LrSchedule s;  // nanoGPT's shakespeare_char on a CPU: 2000 iterations, lr 1e-3 to 1e-4, 100 of warm-up
   say(fmt::format("nanoGPT's character-level recipe on a CPU changes its step size as it trains (learning_rate, "
                   "nanoGPT's get_lr): a linear warm-up over the first {} iterations, while Adam's moment estimates "
@@ -34,21 +35,27 @@ void schedule_demo(const LrSchedule& run, Figures& figures) {
       "rate is halfway between lr and min_lr.");
   const bool same = run.lr == s.lr && run.min_lr == s.min_lr && run.warmup_iters == s.warmup_iters &&
                     run.lr_decay_iters == s.lr_decay_iters;
+  const std::string from = first ? fmt::format(" from iteration {} on (--resume)", first) : "";
   if (same)
-    say("Step 10 trains with this schedule.");
+    say(fmt::format("Step 10 trains with this schedule{}.", from));
   else
-    say(fmt::format("Step 10 trains with the same shape over this run's {}: {}, then the cosine down to min_lr = "
-                    "{:g} at iteration {}.",
-                    count_of(run.lr_decay_iters, "iteration"), warmup_words(run), run.min_lr, run.lr_decay_iters));
+    say(fmt::format("Step 10 trains{} with the same shape over {}: {}, then the cosine down to min_lr = {:g} at "
+                    "iteration {}.",
+                    from, count_of(run.lr_decay_iters, "iteration"), warmup_words(run), run.min_lr,
+                    run.lr_decay_iters));
 
+  // The figure draws the schedule step 10 trains with (the recipe's in the
+  // default run), a tenth past its end.
   figures.draw("lr_schedule.png", [&](const std::string& path) {
     std::vector<double> x, y;
-    for (int64_t it = 0; it <= 2200; it += 5) {
+    const int64_t last = run.lr_decay_iters + run.lr_decay_iters / 10 + 1;
+    for (int64_t it = 0; it <= last; it += std::max<int64_t>(1, last / 440)) {
       x.push_back(double(it));
-      y.push_back(learning_rate(it, s));
+      y.push_back(learning_rate(it, run));
     }
     plot::LinePlot p;
-    p.title = "Learning rate against iteration (warm-up 100, cosine decay to 2000)";
+    p.title = fmt::format("Learning rate against iteration (warm-up {}, cosine decay to {}{})", run.warmup_iters,
+                          run.lr_decay_iters, same ? "" : ": this run's schedule");
     p.xlabel = "iteration";
     p.ylabel = "learning rate";
     p.series = {{"learning_rate(it)", x, y}};
