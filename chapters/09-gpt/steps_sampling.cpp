@@ -77,23 +77,21 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
         "Both lines come from the same draws (two generators seeded alike), so where they differ the {} "
         "temperature picked a {} character. ",
         o.temperature < 1 ? "lower" : "higher", o.temperature < 1 ? "likelier" : "less likely");
-  if (all_kept) {
-    why += "At temperature 1 the draws follow the text's own frequencies; ";
-    if (o.temperature < 1)
-      why += "below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but vanish. ";
-    else if (o.temperature > 1)
-      why += "above 1 the mass spreads towards the rare characters, and the text gets noisier. ";
-    else
-      why += "a temperature below 1 would sharpen them, one above 1 flatten them. ";
-  } else {
-    why += fmt::format("Top-k keeps the {} likeliest characters and shares their mass among them; ", o.top_k);
-    if (o.temperature < 1)
-      why += "a temperature below 1 gives the likeliest of them still more of it. ";
-    else if (o.temperature > 1)
-      why += "a temperature above 1 spreads it more evenly among them. ";
-    else
-      why += "a temperature below 1 would sharpen their shares, one above 1 flatten them. ";
-  }
+  // What the second temperature does: below 1, above 1, or 1 itself.
+  struct Effect {
+    const char *below, *above, *at_one;
+  };
+  const Effect effect =
+      all_kept ? Effect{"below 1 the likely characters (space, e, t) take more of the mass and the rare ones all but "
+                        "vanish. ",
+                        "above 1 the mass spreads towards the rare characters, and the text gets noisier. ",
+                        "a temperature below 1 would sharpen them, one above 1 flatten them. "}
+               : Effect{"a temperature below 1 gives the likeliest of them still more of it. ",
+                        "a temperature above 1 spreads it more evenly among them. ",
+                        "a temperature below 1 would sharpen their shares, one above 1 flatten them. "};
+  why += all_kept ? std::string("At temperature 1 the draws follow the text's own frequencies; ")
+                  : fmt::format("Top-k keeps the {} likeliest characters and shares their mass among them; ", o.top_k);
+  why += o.temperature < 1 ? effect.below : o.temperature > 1 ? effect.above : effect.at_one;
   say(why + "Neither line knows any word: that needs the context, which only the model brings.");
 }
 
