@@ -115,14 +115,16 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
     nearest = std::min(nearest, h.distance);
     farthest = std::max(farthest, h.distance);
   }
+  const bool one = heads.size() == 1;
   std::string text = fmt::format(
       "The row \"even\" is a head that weighs every character it sees alike. Layer {} head {} puts {:.0f}% of its "
-      "weight on the previous character on average, against {:.0f}% for even weights{}. The heads' weight sits "
+      "weight on the previous character on average, against {:.0f}% for even weights{}. {} weight sits "
       "{} characters back on average, against {:.1f} for even weights.",
       previous->layer, previous->head, 100 * previous->on_previous, 100 * even.on_previous,
       word_start ? fmt::format("; layer {} head {} puts {:.0f}% on the space its word began with, against {:.0f}%",
                            word_start->layer, word_start->head, 100 * word_start->on_word_start, 100 * even.on_word_start)
              : "",
+      one ? "The head's" : "The heads'",
       // (one number when the range rounds to one)
       fmt::format("{:.1f}", nearest) == fmt::format("{:.1f}", farthest)
           ? fmt::format("{:.1f}", nearest)
@@ -130,10 +132,13 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
       even.distance);
   // What the numbers show depends on how long the model trained.
   if (previous->on_previous < 1.5 * even.on_previous)
-    text += " No head stands out yet: after this much training they still spread their weight almost evenly.";
+    text += one ? " The head does not stand out yet: after this much training it still spreads its weight almost "
+                  "evenly."
+                : " No head stands out yet: after this much training they still spread their weight almost evenly.";
   else if (farthest < even.distance)
-    text += " Every head reads nearer than even weights would: of the context, the last few characters say the "
-            "most about the next one.";
+    text += fmt::format(" {} nearer than even weights would: of the context, the last few characters say the most "
+                        "about the next one.",
+                        one ? "The head reads" : "Every head reads");
   say(text);
   // The figure labels every character, which fits 32 of them to a panel:
   // it draws the weights of the verse's first 32 queries over their keys
