@@ -138,6 +138,15 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   for (int64_t it = first; it <= o.iters; ++it) evaluations += evaluated_at(it);
   const int64_t half_way = o.iters / 2 / o.eval_interval * o.eval_interval;
   const bool sample_half_way = half_way > first;
+  const std::string when = o.eval_interval == 1 ? std::string("After every iteration")
+                           : evaluations == 2   ? std::string("At the first and the last iteration")
+                                                : fmt::format("Every {} iterations", o.eval_interval);
+  const std::string samples =
+      !sample_half_way          ? std::string("at the first line")
+      : half_way * 2 == o.iters ? std::string("at the first line and half-way")
+                                : fmt::format("at the first line and at iteration {}, the last evaluation before "
+                                              "half-way",
+                                              half_way);
   constexpr double kClip = 1.0;
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
@@ -146,17 +155,11 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
                   "same {} (seed + 1) and the mean loss of the training batches since the "
                   "last line; {}, 100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
-                  warmup_words(schedule), schedule.min_lr,
-                  o.eval_interval == 1                   ? std::string("After every iteration")
-                  : evaluations == 2                     ? std::string("At the first and the last iteration")
-                                                         : fmt::format("Every {} iterations", o.eval_interval),
+                  warmup_words(schedule), schedule.min_lr, when,
+                  // "the same validation batch", "the same 20 validation batches"
                   o.eval_iters == 1 ? std::string("validation batch")
                                     : fmt::format("{} validation batches", o.eval_iters),
-                  !sample_half_way              ? std::string("at the first line")
-                  : half_way * 2 == o.iters ? "at the first line and half-way"
-                                                : fmt::format("at the first line and at iteration {}, the last "
-                                                              "evaluation before half-way",
-                                                              half_way)));
+                  samples));
   if (o.dropout > 0)
     say(fmt::format("Dropout {}: each training forward drops that share of the embedding's and of every residual "
                     "branch's entries (chapter 6's dropout, its masks from the batches' generator); the validation "
