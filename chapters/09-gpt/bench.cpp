@@ -291,10 +291,10 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
   const double with = double(o.gen_chars) / g.cached.wall, without = double(o.gen_chars) / g.uncached.wall;
   fmt::print("  generation, {} after \"{}\" (median of {} runs each way):\n", count_of(o.gen_chars, "character"),
              kPrompt, kGenerationRuns);
-  fmt::print("    with the key/value cache:  {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU)\n", with,
-             g.cached.wall, g.cached.cpu);
-  fmt::print("    without it:                {:8.0f} characters a second ({:.3f} s wall, {:.3f} s CPU): {}\n", without,
-             g.uncached.wall, g.uncached.cpu, cache_gain(with, without));
+  fmt::print("    with the key/value cache:  {:8.0f} characters a second ({} wall, {} CPU)\n", with,
+             timing_str(g.cached.wall), timing_str(g.cached.cpu));
+  fmt::print("    without it:                {:8.0f} characters a second ({} wall, {} CPU): {}\n", without,
+             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(with, without));
   if (!g.same)
     fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
 }

@@ -89,8 +89,11 @@ void run(int argc, char** argv) {
   fmt::print("{}: {}, {}, d_model {}, seq_len {}, {} characters, trained {}\n", shown_path(checkpoint),
              count_of(ckpt.config.n_layers, "layer"), count_of(ckpt.config.n_heads, "head"), ckpt.config.d_model,
              ckpt.config.seq_len, vocab_size, count_of(ckpt.iteration, "iteration"));
-  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n\n", count_of(tokens, "character"), prompt,
+  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n", count_of(tokens, "character"), prompt,
              temperature, top_k, cli.seed);
+  if (const std::string note = long_prompt_note(int64_t(ids.size()), ckpt.config.seq_len); !note.empty())
+    fmt::print("{}\n", note);
+  fmt::print("\n");
 
   GenerationOptions g;
   g.new_tokens = tokens;
@@ -110,9 +113,9 @@ void run(int argc, char** argv) {
   const std::vector<int64_t> plain = generate(model, ids, g, again);
   const double uncached = seconds_since(t0);
   const double with = double(tokens) / cached, without = double(g.new_tokens) / uncached;
-  fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {:.3f} s)\n", with, tokens, cached);
-  fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {:.3f} s): {}\n", without,
-             g.new_tokens, uncached, cache_gain(with, without));
+  fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {})\n", with, tokens, timing_str(cached));
+  fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {}): {}\n", without,
+             g.new_tokens, timing_str(uncached), cache_gain(with, without));
   if (!std::equal(plain.begin(), plain.end(), text.begin()))
     fmt::print("(the two runs part where float32 rounding, summed in another order, moved a draw)\n");
 }

@@ -3,6 +3,8 @@
 // attention chapter 8's; this file only wires them together.
 #include "09-gpt/model.hpp"
 
+#include "sa/print.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -282,6 +284,13 @@ int64_t context_start(int64_t n_tokens, int64_t seq_len) {
   // After the first fill, a restart every seq_len - kept tokens.
   const int64_t restarts = (n_tokens - seq_len - 1) / (seq_len - kept) + 1;
   return restarts * (seq_len - kept);
+}
+
+std::string long_prompt_note(int64_t prompt_tokens, int64_t seq_len) {
+  if (prompt_tokens <= seq_len) return "";
+  const int64_t read = prompt_tokens - context_start(prompt_tokens, seq_len);
+  return fmt::format("The prompt has {} and the model {}: the first character drawn reads the prompt's last {}.",
+                     count_of(prompt_tokens, "character"), count_of(seq_len, "position"), read);
 }
 
 GptDecoder::GptDecoder(Gpt& model) : model_(model) {

@@ -218,6 +218,10 @@ class Gpt {
 //   context_start(n, seq_len): the first of the n tokens so far that the
 //   next prediction reads.
 int64_t context_start(int64_t n_tokens, int64_t seq_len);
+// "" for a prompt that fits the model's positions; for a longer one, the
+// sentence that says how much of it the first draw reads, so that a
+// prompt is never cut without a word.
+std::string long_prompt_note(int64_t prompt_tokens, int64_t seq_len);
 
 // One key/value cache per block and head (chapter 8's KVCache, kv_append
 // and kv_attend): each new token runs through the model as a single row.
@@ -267,8 +271,9 @@ inline std::string cache_gain(double with_per_second, double without_per_second)
   if (r >= 1.05) return fmt::format("the cache is {:.1f}x faster", r);
   if (r > 0.95)
     return fmt::format("the cache gains nothing here ({:.1f}x): the forwards that fill it are most of the work", r);
-  return fmt::format("the cache costs more than it saves here ({:.1f}x): each time the context starts again, a "
-                     "forward of all of it fills the cache first",
+  return fmt::format("the cache costs more than it saves here ({:.1f}x): whenever a context starts (the prompt, "
+                     "or a restart), a forward of all of it fills the cache first, and too few characters follow "
+                     "to repay it",
                      r);
 }
 

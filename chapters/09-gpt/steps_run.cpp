@@ -245,13 +245,15 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
 void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed) {
   const int64_t T = model.config().seq_len;
   const std::vector<int64_t> prompt = encode(vocab, o.prompt);  // checked before any work (main.cpp)
+  const std::string note = long_prompt_note(int64_t(prompt.size()), T);
   say(fmt::format("The trained model writes: after the prompt \"{}\", {}, each drawn with step 6's "
                   "sampling (temperature {}, top-k {}) from the logits after its context, the draws from "
                   "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {}: {}",
                   o.prompt, count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
                   count_of(T, "position"),
                   T > 1 ? "when the context is full, its older half is dropped and the rest read again from position 0."
-                        : "each character is drawn from the one before it alone."));
+                        : "each character is drawn from the one before it alone.")
+      + (note.empty() ? "" : " " + note));
   GenerationOptions g;
   g.new_tokens = o.gen_chars;
   g.temperature = o.temperature;
@@ -270,8 +272,8 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   }
   print_generated(decode(vocab, tokens[0]));
   const double with = double(o.gen_chars) / seconds[0], without = double(o.gen_chars) / seconds[1];
-  fmt::print("  with the key/value cache:    {:8.0f} characters a second ({:.3f} s)\n", with, seconds[0]);
-  fmt::print("  without it (whole context):  {:8.0f} characters a second ({:.3f} s): {}\n", without, seconds[1],
+  fmt::print("  with the key/value cache:    {:8.0f} characters a second ({})\n", with, timing_str(seconds[0]));
+  fmt::print("  without it (whole context):  {:8.0f} characters a second ({}): {}\n", without, timing_str(seconds[1]),
              cache_gain(with, without));
   // The logits agree to float32 rounding (the single row and the whole
   // context sum in other orders), so a draw could in principle land on

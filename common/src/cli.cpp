@@ -69,6 +69,15 @@ std::string duration_str(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+std::string timing_str(double s) {
+  if (s < 0.001) return fmt::format("{:.3f} ms", s * 1e3);
+  if (s < 0.01) return fmt::format("{:.2f} ms", s * 1e3);
+  if (s < 0.1) return fmt::format("{:.1f} ms", s * 1e3);
+  if (s < 1) return fmt::format("{:.0f} ms", s * 1e3);
+  if (s < 10) return fmt::format("{:.2f} s", s);
+  return fmt::format("{:.1f} s", s);
+}
+
 std::string memory_str(double bytes) {
   constexpr double MiB = 1024.0 * 1024.0;
   if (bytes < 1024 * MiB) return fmt::format("{:.0f} MiB", bytes / MiB);

@@ -47,6 +47,16 @@ TEST_CASE("context_start: the context fills, then restarts from its newer half")
   CHECK_THROWS_AS(context_start(0, 8), std::invalid_argument);
 }
 
+TEST_CASE("long_prompt_note: a prompt longer than the model's positions is never cut without a word") {
+  CHECK(long_prompt_note(8, 8).empty());
+  CHECK(long_prompt_note(1, 64).empty());
+  // 9 tokens at seq_len 8 start at 4 (above): the first draw reads 5.
+  CHECK(long_prompt_note(9, 8) ==
+        "The prompt has 9 characters and the model 8 positions: the first character drawn reads the prompt's last 5.");
+  CHECK(long_prompt_note(3, 1) ==
+        "The prompt has 3 characters and the model 1 position: the first character drawn reads the prompt's last 1.");
+}
+
 TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {
   Generator gen(5);
   Gpt model(small(), gen);
