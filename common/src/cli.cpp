@@ -75,7 +75,8 @@ std::string timing_str(double s) {
   if (s < 0.1) return fmt::format("{:.1f} ms", s * 1e3);
   if (s < 1) return fmt::format("{:.0f} ms", s * 1e3);
   if (s < 10) return fmt::format("{:.2f} s", s);
-  return fmt::format("{:.1f} s", s);
+  if (s < 100) return fmt::format("{:.1f} s", s);
+  return fmt::format("{:.0f} s", s);
 }
 
 std::string memory_str(double bytes) {

@@ -128,6 +128,16 @@ TEST_CASE("count_of: one is singular, every other count plural", "[common][print
   CHECK(count_of(2, "query", "queries") == "2 queries");
 }
 
+TEST_CASE("timing_str: three significant digits, in ms below a second", "[common][print]") {
+  CHECK(timing_str(0.000412) == "0.412 ms");
+  CHECK(timing_str(0.00268) == "2.68 ms");
+  CHECK(timing_str(0.0142) == "14.2 ms");
+  CHECK(timing_str(0.816) == "816 ms");
+  CHECK(timing_str(1.85) == "1.85 s");
+  CHECK(timing_str(42.37) == "42.4 s");
+  CHECK(timing_str(240.2) == "240 s");
+}
+
 TEST_CASE("rounding: a difference within its bound prints as the bound, one above it with its digits",
           "[common][print]") {
   // Below the bound the digits are not printed: they depend on the CPU.
