@@ -156,10 +156,17 @@ void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerStat
   fmt::print("  saved  {}  ({}: {} parameters and AdamW's two moments of each, float32; the training generator's "
              "state; read back bit for bit)\n",
              shown_path(o.checkpoint), bytes_str(double(bytes)), n);
-  fmt::print("  continue it with{} --resume --iters N (N above {}), write with it (./book generate{}), or read it from "
-             "Python (README, \"The checkpoint\")\n",
-             o.quick ? " --quick" : "", o.iters,
-             o.checkpoint == Options{}.checkpoint ? "" : " --checkpoint " + shown_path(o.checkpoint));
+  // The options that find this file again: --resume reads the run's
+  // default checkpoint (--quick's own under --quick), generate the full
+  // run's.
+  const std::string run_default =
+      o.quick ? default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName) : Options{}.checkpoint;
+  const auto unless = [&](const std::string& default_path) {
+    return o.checkpoint == default_path ? std::string() : " --checkpoint " + shown_path(o.checkpoint);
+  };
+  fmt::print("  continue it with{}{} --resume --iters N (N above {}), write with it (./book generate{}), or read it "
+             "from Python (README, \"The checkpoint\")\n",
+             o.quick ? " --quick" : "", unless(run_default), o.iters, unless(Options{}.checkpoint));
 }
 
 }  // namespace sa::ch9
