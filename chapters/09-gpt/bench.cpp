@@ -202,6 +202,7 @@ struct GenerationTimes {
 GenerationTimes time_generation(Gpt& model, const TextIds& ids, const BenchOptions& o, uint64_t seed) {
   GenerationTimes r;
   std::vector<int64_t> written[2];
+  warm_up(model, ids.prompt);
   for (const bool cached : {true, false}) {
     GenerationOptions g;
     g.new_tokens = o.gen_chars;

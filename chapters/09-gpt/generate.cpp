@@ -46,14 +46,15 @@ void run(int argc, char** argv) {
   cli.without_figures();
   cli.without_budget();  // at most 100000 characters of a small model: seconds
   cli.add("--checkpoint", &checkpoint, "the trained model (a .safetensors file `./book run 9` saved)", "a file");
-  cli.add("--prompt", &prompt, "the text to continue (characters of the model's vocabulary)", "a text");
+  cli.add("--prompt", &prompt, "the text to continue (characters of the model's vocabulary)",
+          "at least one character of the model's vocabulary");
   cli.add("--tokens", &tokens, "characters to generate after the prompt", IntRange{1, 100000});
   cli.add("--temperature", &temperature, "divides the logits: below 1 sharpens, above 1 flattens",
           RealRange{0, 100, true, false});
   cli.add("--top-k", &top_k,
           "keep only the k likeliest characters (unless given: the model's whole vocabulary, 63 characters for the "
           "Bible)",
-          IntRange{1, 1000000});
+          IntRange{1, 1000000, "the model's vocabulary size"});
   cli.parse(argc, argv);
 
   // Everything is checked before any work: the file, then the prompt and
@@ -100,6 +101,7 @@ void run(int argc, char** argv) {
   g.temperature = temperature;
   g.top_k = top_k;
   Generator gen(cli.seed);
+  warm_up(model, ids);
   auto t0 = Clock::now();
   const std::vector<int64_t> text = generate(model, ids, g, gen);
   const double cached = seconds_since(t0);

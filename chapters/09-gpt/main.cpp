@@ -62,7 +62,8 @@ void run(int argc, char** argv) {
   cli.add("--eval-interval", &o.eval_interval, "iterations between validation losses", IntRange{1, 1000000});
   cli.add("--eval-iters", &o.eval_iters, "batches of each validation loss", IntRange{1, 10000});
   cli.add("--gen-chars", &o.gen_chars, "characters the trained model writes in step 11", IntRange{1, 100000});
-  cli.add("--prompt", &o.prompt, "the text step 11 continues (characters of the vocabulary)", "a text");
+  cli.add("--prompt", &o.prompt, "the text step 11 continues (characters of the vocabulary)",
+          "at least one character of the training text");
   cli.add("--checkpoint", &o.checkpoint,
           fmt::format("the file step 10's model is saved to, with AdamW's state and the training generator's, and "
                       "--resume reads (with --quick: {} in the same folder)",
@@ -110,8 +111,10 @@ void run(int argc, char** argv) {
 
   Figures figures(cli);
   chapter_title("Chapter 9: a small GPT trained on a real book");
-  fmt::print("seed {}, temperature {}, top-k {}, sample-chars {}\n", cli.seed, o.temperature, o.top_k,
-             o.sample_chars);
+  fmt::print("seed {}; sampling: temperature {}, top-k {}, {} at each temperature in step 6, {} after \"{}\" "
+             "in step 11\n",
+             cli.seed, o.temperature, o.top_k, count_of(o.sample_chars, "character"),
+             count_of(o.gen_chars, "character"), o.prompt);
   fmt::print("model: {}, {}, d_model {}, seq_len {}; training: {} of batch {}{}{}\n", count_of(o.n_layers, "layer"),
              count_of(o.n_heads, "head"), o.d_model, o.seq_len, count_of(o.iters, "iteration"), o.batch,
              o.quick ? " (--quick)" : "",

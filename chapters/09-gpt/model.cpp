@@ -288,9 +288,15 @@ int64_t context_start(int64_t n_tokens, int64_t seq_len) {
 
 std::string long_prompt_note(int64_t prompt_tokens, int64_t seq_len) {
   if (prompt_tokens <= seq_len) return "";
-  const int64_t read = prompt_tokens - context_start(prompt_tokens, seq_len);
-  return fmt::format("The prompt has {} and the model {}: the first character drawn reads the prompt's last {}.",
-                     count_of(prompt_tokens, "character"), count_of(seq_len, "position"), read);
+  const std::string has = fmt::format("The prompt has {}, more than the model's {}", count_of(prompt_tokens, "character"),
+                                      count_of(seq_len, "position"));
+  if (seq_len == 1) return has + ": the first character drawn reads the prompt's last character alone.";
+  // context_start: the context fills, then restarts from its newer half
+  // every seq_len / 2 tokens.
+  const int64_t start = context_start(prompt_tokens, seq_len), every = seq_len / 2;
+  return fmt::format("{}: the context has restarted {} inside it (every {}, from its newer half), so the first "
+                     "character drawn reads the prompt's last {}.",
+                     has, count_of(start / every, "time"), count_of(every, "character"), prompt_tokens - start);
 }
 
 GptDecoder::GptDecoder(Gpt& model) : model_(model) {
@@ -382,6 +388,12 @@ std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> tokens, const Gen
     tokens.push_back(sample_token(sampling_probs(logits, o.temperature, o.top_k ? o.top_k : logits.size()), gen));
   }
   return tokens;
+}
+
+void warm_up(Gpt& model, const std::vector<int64_t>& prompt) {
+  if (prompt.empty()) throw std::invalid_argument("warm_up: the prompt is empty");
+  const int64_t from = context_start(int64_t(prompt.size()), model.config().seq_len);
+  model.forward(std::vector<int64_t>(prompt.begin() + from, prompt.end()), 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -152,7 +152,7 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
                   "{}, then the cosine down to {:g}. {}, the loss on the "
-                  "same {} (seed + 1) and the mean loss of the training batches since the "
+                  "same {} (drawn by a generator of their own, seeded with seed + 1) and the mean loss of the training batches since the "
                   "last line; {}, 100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
                   warmup_words(schedule), schedule.min_lr, when,
@@ -263,6 +263,7 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   // its whole context again).
   double seconds[2] = {};
   std::vector<int64_t> tokens[2];
+  warm_up(model, prompt);
   for (const bool cached : {true, false}) {
     g.use_cache = cached;
     Generator gen(seed);

@@ -28,6 +28,7 @@ namespace sa {
 namespace {
 
 std::string describe(IntRange r) {
+  if (r.max_words) return fmt::format("an integer from {} to {}", r.min, r.max_words);
   if (r.max == std::numeric_limits<int64_t>::max()) return fmt::format("an integer >= {}", r.min);
   return fmt::format("an integer in [{}, {}]", r.min, r.max);
 }

@@ -52,9 +52,15 @@ TEST_CASE("long_prompt_note: a prompt longer than the model's positions is never
   CHECK(long_prompt_note(1, 64).empty());
   // 9 tokens at seq_len 8 start at 4 (above): the first draw reads 5.
   CHECK(long_prompt_note(9, 8) ==
-        "The prompt has 9 characters and the model 8 positions: the first character drawn reads the prompt's last 5.");
+        "The prompt has 9 characters, more than the model's 8 positions: the context has restarted 1 time inside it "
+        "(every 4 characters, from its newer half), so the first character drawn reads the prompt's last 5.");
+  // 13 tokens at seq_len 8 start at 8 (above): two restarts, 5 read.
+  CHECK(long_prompt_note(13, 8) ==
+        "The prompt has 13 characters, more than the model's 8 positions: the context has restarted 2 times inside "
+        "it (every 4 characters, from its newer half), so the first character drawn reads the prompt's last 5.");
   CHECK(long_prompt_note(3, 1) ==
-        "The prompt has 3 characters and the model 1 position: the first character drawn reads the prompt's last 1.");
+        "The prompt has 3 characters, more than the model's 1 position: the first character drawn reads the "
+        "prompt's last character alone.");
 }
 
 TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {

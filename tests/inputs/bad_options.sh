@@ -70,7 +70,7 @@ refuse 09-gpt "d_model 128 is not divisible by 3 heads" --n-heads 3 --no-plots
 refuse 09-gpt "--prompt: character 'X' at position 0 is not in the vocabulary of train.txt" --prompt "Xerxes" --no-plots
 refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --eval-iters 20 would take about" \
   --iters 100000 --no-plots
-refuse 09-gpt "--prompt is empty: give a text" --prompt ""
+refuse 09-gpt "--prompt is empty: give at least one character of the training text" --prompt ""
 # Heads and layers cost beyond their operations (a head's softmax and copies
 # do not shrink with its width): 200000 steps of 64 layers on one character
 # (20-30 min) and 128 heads of width 1 in 8 layers (about 20 min) were
@@ -109,12 +109,12 @@ refuse 09-gpt "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkp
 "$bin/09-gpt" --quick --iters 1 --eval-iters 1 --d-model 8 --n-heads 2 --n-layers 1 --gen-chars 1 --no-plots \
   --checkpoint "$ch9_ckpt/tiny.safetensors" >/dev/null 2>&1 || echo "FAIL: the tiny chapter 9 model was not saved"
 tiny=(--checkpoint "$ch9_ckpt/tiny.safetensors")
-refuse 09-gpt-generate "--prompt is empty: give a text" "${tiny[@]}" --prompt ""
+refuse 09-gpt-generate "--prompt is empty: give at least one character of the model's vocabulary" "${tiny[@]}" --prompt ""
 refuse 09-gpt-generate "--prompt: character 'é' (U+00E9) at position 3 is not in the model's vocabulary of 63" \
   "${tiny[@]}" --prompt "café"
 refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '0'" "${tiny[@]}" --temperature 0
 refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '-1'" "${tiny[@]}" --temperature -1
-refuse 09-gpt-generate "--top-k must be an integer in [1, 1000000], got '0'" "${tiny[@]}" --top-k 0
+refuse 09-gpt-generate "--top-k must be an integer from 1 to the model's vocabulary size, got '0'" "${tiny[@]}" --top-k 0
 refuse 09-gpt-generate "--top-k 64 is above the model's vocabulary of 63 characters" "${tiny[@]}" --top-k 64
 refuse 09-gpt-generate "--tokens must be an integer in [1, 100000], got '0'" "${tiny[@]}" --tokens 0
 # (Paths are shown relative to the working folder when inside it, as CI's TMPDIR is.)

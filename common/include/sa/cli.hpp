@@ -25,6 +25,10 @@ class UsageError : public std::runtime_error {
 struct IntRange {
   int64_t min = 1;
   int64_t max = std::numeric_limits<int64_t>::max();
+  // When the real upper end is known only after parsing (the vocabulary
+  // of a checkpoint), the words for it, which the help and the refusal
+  // show instead of max; the program checks it itself.
+  const char* max_words = nullptr;
 };
 
 // An interval of real numbers; *_open excludes the end point
