@@ -152,8 +152,9 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
     for (const HeadWeights* h : std::vector<const HeadWeights*>{&*previous, word_start}) {
       if (!h) continue;
       plot::Heatmap p = plot::weights_heatmap(
-          fmt::format("layer {} head {}: {:.0f}% on the previous character, {:.0f}% on the word's start", h->layer,
-                      h->head, 100 * h->on_previous, 100 * h->on_word_start),
+          fmt::format("layer {} head {}{}: {:.0f}% on the previous character, {:.0f}% on the word's start",
+                      h->layer, h->head, shown < int64_t(verse.size()) ? ", whole verse" : "", 100 * h->on_previous,
+                      100 * h->on_word_start),
           h->W.topLeftCorner(shown, shown), labels);
       p.cblabel = "weight";
       p.annotate = false;

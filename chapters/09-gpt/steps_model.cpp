@@ -43,7 +43,7 @@ void model_demo(const Gpt& model) {
                   "logits are y tokᵀ. Its parameter table, the one list that initialisation, AdamW, clipping and "
                   "the PyTorch twin read:",
                   is_recipe ? "nanoGPT's character-level recipe for a CPU" : "sizes of your choosing",
-                  c.n_layers, c.n_heads, c.d_model, c.seq_len, c.d_ff()));
+                  count_of(c.n_layers, "layer"), count_of(c.n_heads, "head"), c.d_model, c.seq_len, c.d_ff()));
   fmt::print("  {:<20} {:>11} {:>8}  {:<16} {}\n", "tensor", "shape", "values", "starts as", "decays");
   visit_gpt_parameters(model.params, [&](const std::string& name, const auto& t, const GptTensor& spec) {
     // Every block has the same ten tensors: the first is shown.
@@ -90,7 +90,8 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
   Generator gen(seed + 2);
   Batch b;
   sample_batch(data.train, o.batch, c.seq_len, gen, b);
-  say(fmt::format("One step, on a batch of {} windows of {} + 1 characters at random offsets of train.txt "
+  say(fmt::format("One forward and backward, with no update, on a batch of {} windows of {} + 1 characters at "
+                  "random offsets of train.txt "
                   "(nanoGPT's get_batch: one torch.randint draw each). The targets are the inputs shifted by one: "
                   "every position learns its next character.",
                   o.batch, c.seq_len));

@@ -75,8 +75,8 @@ void optimizer_demo() {
   double after = 0;
   for (float x : g1) after += double(x) * x;
   for (float x : g2) after += double(x) * x;
-  fmt::print("  their norm now {:.4f}: both were divided by 13; clipped one by one, the first would keep more "
-             "than its share\n",
+  fmt::print("  their norm now {:.4f}: both were divided by 13, which keeps the update's direction; clipped one "
+             "tensor at a time, the first would be divided by 5 and the second by 12, another direction\n",
              std::sqrt(after));
 
   say("AdamW (adamw_step; Loshchilov & Hutter): chapter 7's Adam, but the weight decay shrinks the weights "
