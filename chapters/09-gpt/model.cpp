@@ -165,6 +165,14 @@ void drop(Matrix& x, double p, Generator& gen, Mask& keep) {
 }  // namespace
 
 const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch, bool train) {
+  return run_forward(ids, batch, train, /*for_backward=*/true);
+}
+
+const Matrix& Gpt::evaluate(const std::vector<int64_t>& ids, int64_t batch) {
+  return run_forward(ids, batch, /*train=*/false, /*for_backward=*/false);
+}
+
+const Matrix& Gpt::run_forward(const std::vector<int64_t>& ids, int64_t batch, bool train, bool for_backward) {
   if (batch < 1 || ids.empty() || int64_t(ids.size()) % batch != 0)
     throw std::invalid_argument(fmt::format("Gpt::forward: {} ids do not make {} sequences", ids.size(), batch));
   const int64_t seq = int64_t(ids.size()) / batch, n_heads = cfg_.n_heads, d_k = cfg_.d_k();
@@ -175,6 +183,7 @@ const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch, bool 
   w_.ids.assign(ids.begin(), ids.end());
   w_.targets.clear();
   dropped_ = train && dropout_ > 0;
+  ready_for_backward_ = for_backward;
   embedding_forward(w_.ids, seq, params.tok, params.pos, w_.x0);
   if (dropped_) drop(w_.x0, dropout_, *dropout_gen_, w_.keep_x0);
   const Matrix* x = &w_.x0;
@@ -199,7 +208,10 @@ const Matrix& Gpt::forward(const std::vector<int64_t>& ids, int64_t batch, bool 
     // x_out = x_mid + W2 · GELU(W1 · LayerNorm2(x_mid) + b1) + b2
     layernorm_forward(c.x_mid, block.ln2, c.m, c.ln2);
     linear_forward(c.m, block.fc1, w_.h);
-    gelu_forward(w_.h, c.g, c.dgelu);
+    if (for_backward)
+      gelu_forward(w_.h, c.g, c.dgelu);
+    else
+      gelu_forward(w_.h, c.g);  // (no derivative: nothing will go back through it)
     linear_forward(c.g, block.fc2, c.x_out);
     if (dropped_) drop(c.x_out, dropout_, *dropout_gen_, c.keep_ffn);
     c.x_out += c.x_mid;
@@ -222,6 +234,8 @@ float Gpt::loss(const std::vector<int64_t>& targets) {
 void Gpt::backward() {
   if (w_.rows() == 0 || int64_t(w_.targets.size()) != w_.rows())
     throw std::logic_error("Gpt::backward: compute a loss first");
+  if (!ready_for_backward_)
+    throw std::logic_error("Gpt::backward: the last pass was evaluate(), which keeps no GELU derivative; use forward()");
   const int64_t batch = w_.batch, seq = w_.seq, n_heads = cfg_.n_heads, d_k = cfg_.d_k(), d = cfg_.d_model;
   cross_entropy_backward(w_.probs, w_.targets, w_.d_logits);
   // logits = y tokᵀ: dy = d_logits tok, and the output layer's share of
@@ -312,8 +326,8 @@ GptDecoder::GptDecoder(Gpt& model) : model_(model) {
 const RowVector& GptDecoder::prefill(const std::vector<int64_t>& context) {
   const GptConfig& c = model_.config();
   const int64_t n = int64_t(context.size()), d = c.d_model, d_k = c.d_k();
-  // Gpt::forward refuses an empty or too long context, and ids outside the vocabulary.
-  const Matrix& logits = model_.forward(context, 1);
+  // Gpt::evaluate refuses an empty or too long context, and ids outside the vocabulary.
+  const Matrix& logits = model_.evaluate(context, 1);
   // Its caches hold every block's QKV for every position: the keys and
   // values the next tokens will attend over.
   for (int64_t l = 0; l < c.n_layers; ++l)
@@ -376,7 +390,7 @@ std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> tokens, const Gen
     const int64_t n = int64_t(tokens.size()), from = context_start(n, T);
     if (!o.use_cache) {
       // From scratch: the whole context again, its last row read.
-      const Matrix& all = model.forward(context(from), 1);
+      const Matrix& all = model.evaluate(context(from), 1);
       logits = all.row(all.rows() - 1);
     } else if (from != start) {
       // The first token, or a restart of the context: all of it at once.
@@ -393,7 +407,7 @@ std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> tokens, const Gen
 void warm_up(Gpt& model, const std::vector<int64_t>& prompt) {
   if (prompt.empty()) throw std::invalid_argument("warm_up: the prompt is empty");
   const int64_t from = context_start(int64_t(prompt.size()), model.config().seq_len);
-  model.forward(std::vector<int64_t>(prompt.begin() + from, prompt.end()), 1);
+  model.evaluate(std::vector<int64_t>(prompt.begin() + from, prompt.end()), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -479,7 +493,7 @@ double estimate_loss(Gpt& model, std::span<const int64_t> data, int64_t batch, i
   double total = 0;
   for (int64_t i = 0; i < batches; ++i) {
     sample_batch(data, batch, model.config().seq_len, gen, b);
-    model.forward(b.x, batch);
+    model.evaluate(b.x, batch);
     total += double(model.loss(b.y));
   }
   return total / double(batches);

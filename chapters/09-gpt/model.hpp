@@ -188,7 +188,12 @@ class Gpt {
   // of ids.size() / batch tokens each (at most seq_len). Keeps every cache
   // for backward(). `train`: with dropout (when set), as a training step.
   const Matrix& forward(const std::vector<int64_t>& ids, int64_t batch, bool train = false);
-  // After forward(): the mean cross-entropy against one target per position.
+  // The same logits without dropout, for evaluation and generation: GELU's
+  // derivative, which only backward() reads, is not computed (about 4% of a
+  // forward), so backward() after it is refused. The other caches are
+  // kept: the key/value cache's prefill reads qkv, step 12 the heads' lse.
+  const Matrix& evaluate(const std::vector<int64_t>& ids, int64_t batch);
+  // After forward() or evaluate(): the mean cross-entropy against one target per position.
   float loss(const std::vector<int64_t>& targets);
   // After loss(): the gradient of that loss into `grads`, the forward's
   // order reversed.
@@ -204,6 +209,8 @@ class Gpt {
   double dropout_ = 0;
   Generator* dropout_gen_ = nullptr;
   bool dropped_ = false;  // the last forward applied dropout
+  bool ready_for_backward_ = false;  // the last pass was forward(), not evaluate()
+  const Matrix& run_forward(const std::vector<int64_t>& ids, int64_t batch, bool train, bool for_backward);
 };
 
 // ---------------------------------------------------------------------------
@@ -231,7 +238,7 @@ class GptDecoder {
  public:
   explicit GptDecoder(Gpt& model);
   // The logits (1, vocab_size) of the token after `context`: the whole
-  // context through Gpt::forward at once (its keys and values then fill the
+  // context through Gpt::evaluate at once (its keys and values then fill the
   // caches). At most seq_len tokens.
   const RowVector& prefill(const std::vector<int64_t>& context);
   // The logits after one more token `id`, at the next position: one row
@@ -260,7 +267,7 @@ struct GenerationOptions {
 // with sampling_probs and sample_token from the logits after the context
 // (context_start), the draws from gen. With o.use_cache the caches carry
 // the context from token to token (GptDecoder); without, every token runs
-// Gpt::forward over its whole context again. Same tokens either way.
+// Gpt::evaluate over its whole context again. Same tokens either way.
 std::vector<int64_t> generate(Gpt& model, std::vector<int64_t> prompt, const GenerationOptions& o, Generator& gen);
 
 // One untimed forward over the prompt's context: generate() with and

@@ -78,7 +78,7 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
         "character itself. Train with --seq-len 2 or more to see what the heads read.");
     return;
   }
-  model.forward(encode(vocab, verse), 1);
+  model.evaluate(encode(vocab, verse), 1);
   say(fmt::format("The trained model reads \"{}\" (Genesis 1:1{}). Chapter 8's tiled attention kept only each "
                   "query's log-sum-exp; every weight comes back as exp(score - lse). For each head: the mean "
                   "weight a character puts on the one just before it, on itself, on the space its word began with "

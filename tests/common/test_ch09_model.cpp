@@ -127,6 +127,26 @@ TEST_CASE("chapter 9: one training step of the GPT: the loss and every gradient 
   });
 }
 
+TEST_CASE("chapter 9: evaluate gives forward's logits bit for bit, and refuses a backward after it", "[ch09_model]") {
+  const Twin t = twin();
+  Generator gen(t.seed);
+  Gpt model(t.cfg, gen);
+  Batch b;
+  sample_batch(t.data, t.batch, t.cfg.seq_len, gen, b);
+  const Matrix trained = model.forward(b.x, t.batch);
+  const float loss = model.loss(b.y);
+  // The same float operations in the same order: only GELU's derivative,
+  // which the logits never read, is left out.
+  const Matrix evaluated = model.evaluate(b.x, t.batch);
+  CHECK(evaluated.cwiseEqual(trained).all());
+  CHECK(model.loss(b.y) == loss);
+  CHECK_THROWS_AS(model.backward(), std::logic_error);
+  // forward() again makes the model ready for a backward.
+  model.forward(b.x, t.batch);
+  model.loss(b.y);
+  CHECK_NOTHROW(model.backward());
+}
+
 TEST_CASE("chapter 9: one clipped AdamW step of the GPT: the gradient norm and the next batch's loss", "[ch09_model]") {
   const Twin t = twin();
   Generator gen(t.seed);
