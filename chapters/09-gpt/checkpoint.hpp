@@ -60,6 +60,10 @@ inline constexpr std::string_view kGptCheckpointName = "09-gpt.safetensors";
 // A --quick run's: `./book start` and the docs test run --quick, and must
 // not replace the model a reader's full run saved.
 inline constexpr std::string_view kGptQuickCheckpointName = "09-gpt-quick.safetensors";
+// Where the full run and a --quick run save unless given --checkpoint.
+inline std::string default_gpt_checkpoint(bool quick) {
+  return default_checkpoint_dir() + "/" + std::string(quick ? kGptQuickCheckpointName : kGptCheckpointName);
+}
 // Limits the reader holds a configuration to: far beyond the program's
 // options (--n-layers up to 64), small enough that nothing overflows.
 inline constexpr int64_t kMaxGptLayers = 1024;

@@ -36,7 +36,7 @@ namespace {
 constexpr int64_t kCompared = 256;
 
 void run(int argc, char** argv) {
-  std::string checkpoint = default_checkpoint_dir() + "/" + std::string(kGptCheckpointName), prompt = "And God said";
+  std::string checkpoint = default_gpt_checkpoint(/*quick=*/false), prompt = "And God said";
   int64_t tokens = 300, top_k = kVocabSize;
   double temperature = 0.8;
   Cli cli("09-gpt",
@@ -63,7 +63,7 @@ void run(int argc, char** argv) {
     if (cli.given("--checkpoint"))
       throw UsageError(fmt::format("--checkpoint {}: no such file", shown_path(checkpoint)));
     // A --quick run saves under its own name: say so when there is one.
-    const std::string quick = default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName);
+    const std::string quick = default_gpt_checkpoint(/*quick=*/true);
     throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (about 3 minutes){}",
                                  shown_path(checkpoint),
                                  std::filesystem::exists(quick)

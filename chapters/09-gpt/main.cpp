@@ -78,7 +78,7 @@ void run(int argc, char** argv) {
     if (!cli.given("--iters")) o.iters = Options::kQuickIters;
     if (!cli.given("--eval-interval")) o.eval_interval = Options::kQuickEvalInterval;
     if (!cli.given("--eval-iters")) o.eval_iters = Options::kQuickEvalIters;
-    if (!cli.given("--checkpoint")) o.checkpoint = default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName);
+    if (!cli.given("--checkpoint")) o.checkpoint = default_gpt_checkpoint(/*quick=*/true);
   }
   // --resume: the checkpoint read and checked against the options first (a
   // missing, damaged or foreign file is one line, before any work).

@@ -53,7 +53,7 @@ struct Options {
 
   // The file the trained model is saved to after step 10, with AdamW's
   // state and the training generator's; --resume continues from it.
-  std::string checkpoint = default_checkpoint_dir() + "/" + std::string(kGptCheckpointName);
+  std::string checkpoint = default_gpt_checkpoint(/*quick=*/false);
   bool resume = false;
   int64_t start_iteration = 0;  // --resume: the checkpoint's iteration, where step 10 starts
 

@@ -159,14 +159,13 @@ void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerStat
   // The options that find this file again: --resume reads the run's
   // default checkpoint (--quick's own under --quick), generate the full
   // run's.
-  const std::string run_default =
-      o.quick ? default_checkpoint_dir() + "/" + std::string(kGptQuickCheckpointName) : Options{}.checkpoint;
+  const std::string run_default = default_gpt_checkpoint(o.quick);
   const auto unless = [&](const std::string& default_path) {
     return o.checkpoint == default_path ? std::string() : " --checkpoint " + shown_path(o.checkpoint);
   };
   fmt::print("  continue it with{}{} --resume --iters N (N above {}), write with it (./book generate{}), or read it "
              "from Python (README, \"The checkpoint\")\n",
-             o.quick ? " --quick" : "", unless(run_default), o.iters, unless(Options{}.checkpoint));
+             o.quick ? " --quick" : "", unless(run_default), o.iters, unless(default_gpt_checkpoint(/*quick=*/false)));
 }
 
 }  // namespace sa::ch9
