@@ -107,12 +107,19 @@ TEST_CASE("chapter 9: the GPT starts from the twin's weights, bit for bit, and s
 // below the bound. A wrong term (a transposed product, a missing residual
 // or tied-embedding share, a mask off by one) moves entries by a good
 // fraction of it.
-TEST_CASE("chapter 9: one training step of the GPT: the loss and every gradient equal the twin's", "[ch09_model]") {
-  const Twin t = twin();
-  Generator gen(t.seed);
-  Gpt model(t.cfg, gen);
+// The twin's model and its first batch, drawn in the twin's order: the
+// weights, then the batch, from one generator.
+struct TwinStart {
+  Twin t = twin();
+  Generator gen{t.seed};
+  Gpt model{t.cfg, gen};
   Batch b;
-  sample_batch(t.data, t.batch, t.cfg.seq_len, gen, b);
+  TwinStart() { sample_batch(t.data, t.batch, t.cfg.seq_len, gen, b); }
+};
+
+TEST_CASE("chapter 9: one training step of the GPT: the loss and every gradient equal the twin's", "[ch09_model]") {
+  TwinStart start;
+  auto& [t, gen, model, b] = start;
   model.forward(b.x, t.batch);
   const float loss = model.loss(b.y);
   check_close("the loss of the first batch (ln 63 = 4.143 for a model that knows nothing)", loss,
@@ -128,11 +135,8 @@ TEST_CASE("chapter 9: one training step of the GPT: the loss and every gradient 
 }
 
 TEST_CASE("chapter 9: evaluate gives forward's logits bit for bit, and refuses a backward after it", "[ch09_model]") {
-  const Twin t = twin();
-  Generator gen(t.seed);
-  Gpt model(t.cfg, gen);
-  Batch b;
-  sample_batch(t.data, t.batch, t.cfg.seq_len, gen, b);
+  TwinStart start;
+  auto& [t, gen, model, b] = start;
   const Matrix trained = model.forward(b.x, t.batch);
   const float loss = model.loss(b.y);
   // The same float operations in the same order: only GELU's derivative,
