@@ -229,13 +229,24 @@ Text load_text(const std::string& dir) {
   return t;
 }
 
-void print_generated(const std::string& text) {
+std::string generated_lines(const std::string& text) {
+  // Spaces at the very end would print as nothing (a single character drawn
+  // as a space would look like no character): they are shown as ␣, as in
+  // step 12's figure.
+  const size_t last = text.find_last_not_of(' ');
+  const size_t kept = last == std::string::npos ? 0 : last + 1;
+  std::string shown = text.substr(0, kept);
+  for (size_t i = kept; i < text.size(); ++i) shown += "␣";
+  std::string lines;
   size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find('\n', begin), text.size());
-    fmt::print("  | {}\n", text.substr(begin, end - begin));
+  while (begin <= shown.size()) {
+    const size_t end = std::min(shown.find('\n', begin), shown.size());
+    lines += "  | " + shown.substr(begin, end - begin) + "\n";
     begin = end + 1;
   }
+  return lines;
 }
+
+void print_generated(const std::string& text) { fmt::print("{}", generated_lines(text)); }
 
 }  // namespace sa::ch9

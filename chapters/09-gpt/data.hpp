@@ -70,8 +70,10 @@ Text load_text(const std::string& dir);
 // characters).
 int64_t split_point(int64_t n);
 
-// Generated text on stdout, one "  | " line per line of it (the program's
-// step 11, and ./book generate).
+// Generated text, one "  | " line per line of it, spaces at its very end
+// shown as ␣; print_generated writes it on stdout (the program's step 11,
+// and ./book generate).
+std::string generated_lines(const std::string& text);
 void print_generated(const std::string& text);
 
 }  // namespace sa::ch9

@@ -73,6 +73,16 @@ TEST_CASE("chapter 9: utf8_chars: code points of 1 to 4 bytes, and overlong form
   }
 }
 
+TEST_CASE("chapter 9: generated_lines: one '  | ' line per line, an ending space made visible", "[ch09_text]") {
+  CHECK(generated_lines("And God said") == "  | And God said\n");
+  CHECK(generated_lines("And God said unto\nthem") == "  | And God said unto\n  | them\n");
+  // A character drawn as a space (or two) at the end would print as nothing.
+  CHECK(generated_lines("And God said ") == "  | And God said␣\n");
+  CHECK(generated_lines("said  ") == "  | said␣␣\n");
+  CHECK(generated_lines("a b") == "  | a b\n");  // only the end's spaces
+  CHECK(generated_lines("said\n") == "  | said\n  | \n");  // a drawn line end shows as an empty line
+}
+
 TEST_CASE("chapter 9: split_point: int(0.9 n), nanoGPT's split", "[ch09_text]") {
   CHECK(split_point(10) == 9);
   CHECK(split_point(4137850) == 3724065);  // the prepared text (ch09_gpt.py's Python gives the same)
