@@ -115,7 +115,8 @@ void run(int argc, char** argv) {
   const std::vector<int64_t> plain = generate(model, ids, g, again);
   const double uncached = seconds_since(t0);
   const double with = double(tokens) / cached, without = double(g.new_tokens) / uncached;
-  fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {})\n", with, tokens, timing_str(cached));
+  fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {})\n", with, tokens,
+             timing_str(cached));
   fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {}): {}\n", without,
              g.new_tokens, timing_str(uncached), cache_gain(with, without));
   if (!std::equal(plain.begin(), plain.end(), text.begin()))

@@ -235,7 +235,8 @@ void Gpt::backward() {
   if (w_.rows() == 0 || int64_t(w_.targets.size()) != w_.rows())
     throw std::logic_error("Gpt::backward: compute a loss first");
   if (!ready_for_backward_)
-    throw std::logic_error("Gpt::backward: the last pass was evaluate(), which keeps no GELU derivative; use forward()");
+    throw std::logic_error(
+        "Gpt::backward: the last pass was evaluate(), which keeps no GELU derivative; use forward()");
   const int64_t batch = w_.batch, seq = w_.seq, n_heads = cfg_.n_heads, d_k = cfg_.d_k(), d = cfg_.d_model;
   cross_entropy_backward(w_.probs, w_.targets, w_.d_logits);
   // logits = y tokᵀ: dy = d_logits tok, and the output layer's share of
@@ -302,8 +303,8 @@ int64_t context_start(int64_t n_tokens, int64_t seq_len) {
 
 std::string long_prompt_note(int64_t prompt_tokens, int64_t seq_len) {
   if (prompt_tokens <= seq_len) return "";
-  const std::string has = fmt::format("The prompt has {}, more than the model's {}", count_of(prompt_tokens, "character"),
-                                      count_of(seq_len, "position"));
+  const std::string has = fmt::format("The prompt has {}, more than the model's {}",
+                                      count_of(prompt_tokens, "character"), count_of(seq_len, "position"));
   if (seq_len == 1) return has + ": the first character drawn reads the prompt's last character alone.";
   // context_start: the context fills, then restarts from its newer half
   // every seq_len / 2 tokens.

@@ -151,9 +151,9 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
-                  "{}, then the cosine down to {:g}. {}, the loss on the "
-                  "same {} (drawn by a generator of their own, seeded with seed + 1) and the mean loss of the training batches since the "
-                  "last line; {}, 100 characters the model writes after the prompt.",
+                  "{}, then the cosine down to {:g}. {}, the loss on the same {} (drawn by a generator of their "
+                  "own, seeded with seed + 1) and the mean loss of the training batches since the last line; {}, "
+                  "100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
                   warmup_words(schedule), schedule.min_lr, when,
                   // "the same validation batch", "the same 20 validation batches"

@@ -75,9 +75,9 @@ void optimizer_demo() {
   double after = 0;
   for (float x : g1) after += double(x) * x;
   for (float x : g2) after += double(x) * x;
-  fmt::print("  their norm now {:.4f}: both were divided by 13, which keeps the update's direction; clipped one "
-             "tensor at a time, the first would be divided by 5 and the second by 12, another direction\n",
-             std::sqrt(after));
+  fmt::print("  their norm now {:.4f}\n", std::sqrt(after));
+  say("Both were divided by 13, which keeps the update's direction. Clipped one tensor at a time, the first "
+      "would be divided by 5 and the second by 12: another direction.");
 
   say("AdamW (adamw_step; Loshchilov & Hutter): chapter 7's Adam, but the weight decay shrinks the weights "
       "themselves, θ ← θ (1 − lr λ), instead of entering the gradient. One weight of 1 and one of -2, with "
