@@ -49,8 +49,9 @@ struct BenchOptions {
   int64_t rounds = 3;
 };
 
-// Generation is timed this many times each way; the median is reported.
-constexpr int kGenerationRuns = 3;
+// Generation is timed this many times each way, in turns (see
+// time_generation).
+constexpr int kGenerationRuns = 5;
 const std::string kPrompt = "And God said";  // the chapter's prompt (step 11)
 
 // The operations of one training step that are matrix products, a
@@ -191,31 +192,43 @@ Times time_training_step(Gpt& model, const TextIds& ids, const BenchOptions& o, 
   return measure::median(t);
 }
 
-// 2. Generation, each way from the same seed: the median of
-//    kGenerationRuns runs, and whether both ways wrote the same characters
-//    (they should: the cache only skips work).
+// The median of a few ratios (of an even count, the mean of the middle two).
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// 2. Generation, each way from the same seed, in turns: a run with the
+//    cache, then one without, kGenerationRuns times. As with the twin's
+//    rounds, the speed of a shared core drifts over seconds, and the ratio
+//    of two neighbouring runs follows the drift where the ratio of two
+//    medians taken a second apart does not. Also whether both ways wrote the
+//    same characters (they should: the cache only skips work).
 struct GenerationTimes {
-  Times cached, uncached;
+  Times cached, uncached;     // the medians of the runs
+  std::vector<double> gains;  // each turn's wall time without the cache over its time with it
   bool same = true;
 };
 
 GenerationTimes time_generation(Gpt& model, const TextIds& ids, const BenchOptions& o, uint64_t seed) {
   GenerationTimes r;
-  std::vector<int64_t> written[2];
+  std::vector<int64_t> written[2];  // [0] with the cache, [1] without
+  std::vector<Times> t[2];
   warm_up(model, ids.prompt);
-  for (const bool cached : {true, false}) {
-    GenerationOptions g;
-    g.new_tokens = o.gen_chars;
-    g.use_cache = cached;
-    std::vector<Times> t;
-    for (int run = 0; run < kGenerationRuns; ++run) {
+  for (int run = 0; run < kGenerationRuns; ++run) {
+    for (const int way : {0, 1}) {
+      GenerationOptions g;
+      g.new_tokens = o.gen_chars;
+      g.use_cache = way == 0;
       Generator gen(seed);
       const Times t0 = measure::times_now();
-      written[cached ? 0 : 1] = generate(model, ids.prompt, g, gen);
-      t.push_back(measure::times_now() - t0);
+      written[way] = generate(model, ids.prompt, g, gen);
+      t[way].push_back(measure::times_now() - t0);
     }
-    (cached ? r.cached : r.uncached) = measure::median(t);
+    r.gains.push_back(t[1].back().wall / t[0].back().wall);
   }
+  r.cached = measure::median(t[0]);
+  r.uncached = measure::median(t[1]);
   r.same = written[0] == written[1];
   return r;
 }
@@ -290,14 +303,16 @@ void print_step(const Times& step, const StepCount& count, const GptConfig& cfg,
 
 void print_generation(const GenerationTimes& g, const BenchOptions& o) {
   const double with = double(o.gen_chars) / g.cached.wall, without = double(o.gen_chars) / g.uncached.wall;
-  fmt::print("  generation, {} after \"{}\" (median of {} runs each way):\n", count_of(o.gen_chars, "character"),
-             kPrompt, kGenerationRuns);
+  fmt::print("  generation, {} after \"{}\" ({} runs each way, in turns; medians):\n",
+             count_of(o.gen_chars, "character"), kPrompt, kGenerationRuns);
   fmt::print("    with the key/value cache:  {:8.0f} characters a second ({} wall, {} CPU)\n", with,
              timing_str(g.cached.wall), timing_str(g.cached.cpu));
   fmt::print("    without it:                {:8.0f} characters a second ({} wall, {} CPU): {}\n", without,
-             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(with, without));
+             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(median_of(g.gains)));
+  fmt::print("    (the median of the {} turns' ratios; turns from {:.1f}x to {:.1f}x)\n", kGenerationRuns,
+             *std::min_element(g.gains.begin(), g.gains.end()), *std::max_element(g.gains.begin(), g.gains.end()));
   if (!g.same)
-    fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_model.cpp)\n");
+    fmt::print("    (the two ways wrote different characters: they should not; see tests/common/test_ch09_generation.cpp)\n");
 }
 
 // The twin's step against this program's: by the wall clock, as the other
@@ -335,10 +350,6 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
     return twin;
   }
   // The median of the rounds' ratios, said as ratio_words says a ratio.
-  auto median_of = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
   const double ratio = median_of(ratios);
   fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count) in the last round; the median of "
              "the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",

@@ -118,7 +118,7 @@ void run(int argc, char** argv) {
   fmt::print("\nwith the key/value cache:    {:8.0f} characters a second ({} in {})\n", with, tokens,
              timing_str(cached));
   fmt::print("without it (whole context):  {:8.0f} characters a second ({} in {}): {}\n", without,
-             g.new_tokens, timing_str(uncached), cache_gain(with, without));
+             g.new_tokens, timing_str(uncached), cache_gain(with / without));
   if (!std::equal(plain.begin(), plain.end(), text.begin()))
     fmt::print("(the two runs part where float32 rounding, summed in another order, moved a draw)\n");
 }

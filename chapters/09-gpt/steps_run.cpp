@@ -275,7 +275,7 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   const double with = double(o.gen_chars) / seconds[0], without = double(o.gen_chars) / seconds[1];
   fmt::print("  with the key/value cache:    {:8.0f} characters a second ({})\n", with, timing_str(seconds[0]));
   fmt::print("  without it (whole context):  {:8.0f} characters a second ({}): {}\n", without, timing_str(seconds[1]),
-             cache_gain(with, without));
+             cache_gain(with / without));
   // The logits agree to float32 rounding (the single row and the whole
   // context sum in other orders), so a draw could in principle land on
   // the other side of a boundary: said, not hidden.

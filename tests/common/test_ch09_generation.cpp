@@ -63,6 +63,18 @@ TEST_CASE("long_prompt_note: a prompt longer than the model's positions is never
         "prompt's last character alone.");
 }
 
+TEST_CASE("cache_gain: a gain said as a factor, and no gain or a loss said with its reason") {
+  CHECK(cache_gain(10.44) == "the cache is 10.4x faster");
+  CHECK(cache_gain(1.05) == "the cache is 1.1x faster");
+  // Within 5% of 1: neither faster nor slower, and why.
+  CHECK(cache_gain(1.04) ==
+        "the cache gains nothing here (1.0x): the forwards that fill it are most of the work");
+  CHECK(cache_gain(0.96).starts_with("the cache gains nothing here (1.0x)"));
+  CHECK(cache_gain(0.6) ==
+        "the cache costs more than it saves here (0.6x): setting it up and filling it with the context (at the "
+        "prompt and at each restart) costs more than the few characters after it save");
+}
+
 TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {
   Generator gen(5);
   Gpt model(small(), gen);
