@@ -130,7 +130,10 @@ BenchOptions parse(Cli& cli, int argc, char** argv) {
   cli.add("--d-model", &o.model.d_model, "the model's width", IntRange{1, 4096});
   cli.add("--n-heads", &o.model.n_heads, "attention heads (d_model must be divisible by it)", IntRange{1, 4096});
   cli.add("--n-layers", &o.model.n_layers, "transformer blocks", IntRange{1, 64});
-  cli.add("--gen-chars", &o.gen_chars, "characters generated after the prompt, each way", IntRange{1, 100000});
+  cli.add("--gen-chars", &o.gen_chars,
+          fmt::format("characters generated after the prompt, with the cache and without, {} times in turns",
+                      kGenerationRuns),
+          IntRange{1, 100000});
   cli.add_flag("--pytorch", &o.pytorch,
                "also time the PyTorch twin's step (needs /usr/bin/python3 with torch; it times the default model "
                "only)");
