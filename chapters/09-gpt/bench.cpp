@@ -135,8 +135,8 @@ BenchOptions parse(Cli& cli, int argc, char** argv) {
                       kGenerationRuns),
           IntRange{1, 100000});
   cli.add_flag("--pytorch", &o.pytorch,
-               "also time the PyTorch twin's step (needs /usr/bin/python3 with torch; it times the default model "
-               "only)");
+               "also time the PyTorch twin's step (needs /usr/bin/python3 with torch; the twin is the default "
+               "model, so the size options are refused with it)");
   cli.add("--torch-steps", &o.torch_steps, "steps timed for PyTorch's median", IntRange{3, 10000});
   cli.add("--rounds", &o.rounds,
           "with --pytorch: rounds of this program's steps then the twin's, in turns; the ratio is their median",
@@ -291,9 +291,15 @@ struct Results {
 
 void print_step(const Times& step, const StepCount& count, const GptConfig& cfg, const BenchOptions& o,
                 double peak) {
-  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {:.2f} ms "
-             "wall, {:.2f} ms CPU, over {} steps after {} warm-up\n",
-             o.model.batch, cfg.seq_len, 1e3 * step.wall, 1e3 * step.cpu, o.steps, o.warmup);
+  // In ms with two decimals, as the rounds with the twin print them; a small
+  // model's step under a millisecond with three significant digits, which
+  // the GFLOP/s below can be recomputed from.
+  const auto ms = [](double seconds) {
+    return 1e3 * seconds < 1 ? fmt::format("{:.3g}", 1e3 * seconds) : fmt::format("{:.2f}", 1e3 * seconds);
+  };
+  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {} ms "
+             "wall, {} ms CPU, over {} steps after {} warm-up\n",
+             o.model.batch, cfg.seq_len, ms(step.wall), ms(step.cpu), o.steps, o.warmup);
   fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} tokens "
              "({:.4g}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
              "d_model ({:.4g})\n",
@@ -354,10 +360,11 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   }
   // The median of the rounds' ratios, said as ratio_words says a ratio.
   const double ratio = median_of(ratios);
-  fmt::print("  median step: PyTorch {:.2f} ms ({:.1f} GFLOP/s by the same count) in the last round; the median of "
-             "the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",
-             twin->ms, count.total() / (1e6 * twin->ms), ratio_words(1.0, ratio),
-             *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
+  fmt::print("  PyTorch's step in the last round: median {:.2f} ms ({:.1f} GFLOP/s by the same count)\n", twin->ms,
+             count.total() / (1e6 * twin->ms));
+  fmt::print("  the median of the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",
+             ratio_words(1.0, ratio), *std::min_element(ratios.begin(), ratios.end()),
+             *std::max_element(ratios.begin(), ratios.end()));
   if (cpu_ratios.size() == ratios.size())
     fmt::print("  by CPU time: {}\n", ratio_words(1.0, median_of(cpu_ratios)));
   return twin;
