@@ -87,9 +87,7 @@ TokenTimes time_generation(TinyTransformer& model, int64_t n) {
 
 // The median of v[from, to).
 double median_of(const std::vector<double>& v, size_t from, size_t to) {
-  std::vector<double> w(v.begin() + long(from), v.begin() + long(to));
-  std::sort(w.begin(), w.end());
-  return w[w.size() / 2];
+  return measure::median(std::vector<double>(v.begin() + long(from), v.begin() + long(to)));
 }
 
 }  // namespace

@@ -195,12 +195,6 @@ Times time_training_step(Gpt& model, const TextIds& ids, const BenchOptions& o, 
   return measure::median(t);
 }
 
-// The median of a few ratios (of an even count, the mean of the middle two).
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // 2. Generation, each way from the same seed, in turns: a run with the
 //    cache, then one without, kGenerationRuns times. As with the twin's
 //    rounds, the speed of a shared core drifts over seconds, and the ratio
@@ -317,7 +311,7 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
   fmt::print("    with the key/value cache:  {:8.0f} characters a second ({} wall, {} CPU)\n", with,
              timing_str(g.cached.wall), timing_str(g.cached.cpu));
   fmt::print("    without it:                {:8.0f} characters a second ({} wall, {} CPU): {}\n", without,
-             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(median_of(g.gains)));
+             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(measure::median(g.gains)));
   fmt::print("    (the median of the {} turns' ratios; turns from {:.1f}x to {:.1f}x)\n", kGenerationRuns,
              *std::min_element(g.gains.begin(), g.gains.end()), *std::max_element(g.gains.begin(), g.gains.end()));
   if (!g.same)
@@ -359,14 +353,14 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
     return twin;
   }
   // The median of the rounds' ratios, said as ratio_words says a ratio.
-  const double ratio = median_of(ratios);
+  const double ratio = measure::median(ratios);
   fmt::print("  PyTorch's step in the last round: median {:.2f} ms ({:.1f} GFLOP/s by the same count)\n", twin->ms,
              count.total() / (1e6 * twin->ms));
   fmt::print("  the median of the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",
              ratio_words(1.0, ratio), *std::min_element(ratios.begin(), ratios.end()),
              *std::max_element(ratios.begin(), ratios.end()));
   if (cpu_ratios.size() == ratios.size())
-    fmt::print("  by CPU time: {}\n", ratio_words(1.0, median_of(cpu_ratios)));
+    fmt::print("  by CPU time: {}\n", ratio_words(1.0, measure::median(cpu_ratios)));
   return twin;
 }
 

@@ -2,6 +2,7 @@
 // tokenizing, parameter initialisation and the not-implemented message.
 #include "sa/cli.hpp"
 #include "sa/exercise.hpp"
+#include "sa/measure.hpp"
 #include "sa/nn.hpp"
 #include "sa/paths.hpp"
 #include "sa/print.hpp"
@@ -136,6 +137,17 @@ TEST_CASE("timing_str: three significant digits, in ms below a second", "[common
   CHECK(timing_str(1.85) == "1.85 s");
   CHECK(timing_str(42.37) == "42.4 s");
   CHECK(timing_str(240.2) == "240 s");
+}
+
+TEST_CASE("measure::median: the middle value, the mean of the middle two for an even count, in any order",
+          "[common][measure]") {
+  CHECK(measure::median(std::vector<double>{3.0}) == 3.0);
+  CHECK(measure::median(std::vector<double>{9.0, 1.0, 4.0}) == 4.0);
+  CHECK(measure::median(std::vector<double>{10.0, 1.0, 4.0, 2.0}) == 3.0);
+  // Wall and CPU times each on their own: (1, 9) and (3, 5) give wall 2, CPU 7.
+  const measure::Times t = measure::median(std::vector<measure::Times>{{1.0, 9.0}, {3.0, 5.0}});
+  CHECK(t.wall == 2.0);
+  CHECK(t.cpu == 7.0);
 }
 
 TEST_CASE("rounding: a difference within its bound prints as the bound, one above it with its digits",

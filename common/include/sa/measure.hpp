@@ -73,6 +73,14 @@ inline Times times_now() {
 }
 inline Times operator-(Times a, Times b) { return {a.wall - b.wall, a.cpu - b.cpu}; }
 
+// The median of a few measurements (of an even count, the mean of the
+// middle two). At least one.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // The median of the wall times and the median of the CPU times (each on its
 // own: they need not come from the same run).
 inline Times median(const std::vector<Times>& v) {
@@ -81,9 +89,7 @@ inline Times median(const std::vector<Times>& v) {
     w.push_back(t.wall);
     c.push_back(t.cpu);
   }
-  std::sort(w.begin(), w.end());
-  std::sort(c.begin(), c.end());
-  return {w[w.size() / 2], c[c.size() / 2]};
+  return {median(w), median(c)};
 }
 
 // The median wall time of f() in milliseconds, over at least `min_runs`
