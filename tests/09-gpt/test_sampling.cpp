@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
@@ -54,9 +55,10 @@ TEST_CASE("sampling_probs: equals nanoGPT's logits / T, top-k, softmax for each 
                                                          {0.8, 10}, {1.0, 1},  {2.0, 5}};
   for (const auto& [temperature, k] : cases) {
     const std::string name = fmt::format("probs.t{}.k{}", temperature, k);
+    const std::string call = fmt::format("sampling_probs(probs.logits (1, 65), temperature {}, top_k {})", temperature, k);
+    INFO(call);  // names the input should the call crash or throw
     const RowVector got = sampling_probs(logits, temperature, k);
-    require_close(fmt::format("sampling_probs(probs.logits (1, 65), temperature {}, top_k {})", temperature, k),
-                  Matrix(got), fx().matrix(name), kFloat32);
+    require_close(call, Matrix(got), fx().matrix(name), kFloat32);
   }
 }
 
@@ -76,13 +78,58 @@ TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and
   RowVector logits(5);
   logits << 0.5f, 2.0f, -1.0f, 1.9f, 0.0f;
   const RowVector p = sampling_probs(logits, 0.7, 1);
+  require_shape("sampling_probs((0.5, 2, -1, 1.9, 0), 0.7, top_k 1)", Matrix(p), 1, 5);
   for (int64_t i = 0; i < 5; ++i)
     check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 0.7, top_k 1)[{}]", i), p(i), i == 1 ? 1.0 : 0.0,
                 kBitExact);
   const RowVector p3 = sampling_probs(logits, 1.0, 3);
+  require_shape("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)", Matrix(p3), 1, 5);
   for (int64_t i : {2, 4})
     check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)[{}], outside the top 3", i), p3(i), 0.0,
                 kBitExact);
+}
+
+TEST_CASE("sampling_probs: large logits or a low temperature do not overflow exp", "[ch09][sampling_probs]") {
+  // exp overflows float above 88.7: softmax must subtract the largest scaled
+  // logit first (chapter 3), or these give inf / inf = NaN. Expected by hand:
+  // the scaled logits are x / T, and softmax depends only on their differences.
+  struct Case {
+    std::vector<float> logits;
+    double temperature;
+  };
+  const std::vector<Case> cases = {{{100.0f, 99.0f, 97.0f, -5.0f}, 1.0},  // differences 0, -1, -3, -105
+                                   {{9.0f, 8.9f, 8.5f, 0.0f}, 0.05}};      // scaled 180, 178, 170, 0
+  for (const Case& c : cases) {
+    const int64_t n = int64_t(c.logits.size());
+    RowVector logits(n);
+    for (int64_t i = 0; i < n; ++i) logits(i) = c.logits[size_t(i)];
+    const std::string call = fmt::format("sampling_probs(({}), temperature {}, top_k {})",
+                                         fmt::join(c.logits, ", "), c.temperature, n);
+    INFO(call);
+    const double top = c.logits[0] / c.temperature;  // the largest scaled logit
+    double sum = 0;
+    Matrix expected(1, n);
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(double(c.logits[size_t(i)]) / c.temperature - top);
+    for (int64_t i = 0; i < n; ++i)
+      expected(0, i) = float(std::exp(double(c.logits[size_t(i)]) / c.temperature - top) / sum);
+    require_close(call, Matrix(sampling_probs(logits, c.temperature, n)), expected, kFloat32);
+  }
+}
+
+TEST_CASE("sampling_probs: a logit of -inf is a token that can never be drawn, not an error",
+          "[ch09][sampling_probs]") {
+  // A masked logit (as chapter 5's masks write them) gets probability
+  // exactly 0; only NaN and +inf are refused.
+  RowVector logits(4);
+  logits << 1.0f, -std::numeric_limits<float>::infinity(), 0.0f, 2.0f;
+  const std::string call = "sampling_probs((1, -inf, 0, 2), temperature 1, top_k 4)";
+  INFO(call);
+  const RowVector p = sampling_probs(logits, 1.0, 4);
+  require_shape(call, Matrix(p), 1, 4);
+  const double sum = std::exp(-1.0) + std::exp(-2.0) + 1.0;
+  Matrix expected(1, 4);
+  expected << float(std::exp(-1.0) / sum), 0.0f, float(std::exp(-2.0) / sum), float(1.0 / sum);
+  require_close(call, Matrix(p), expected, kFloat32);
 }
 
 TEST_CASE("sampling_probs: a bad temperature, top_k, or logits are refused", "[ch09][sampling_probs]") {

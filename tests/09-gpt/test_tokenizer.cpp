@@ -4,6 +4,7 @@
 // shakespeare_char/prepare.py); ids are integers, compared exactly.
 #include "09-gpt/gpt.hpp"
 #include "sa/exercise.hpp"
+#include "sa/printable.hpp"
 
 #include "support/fixtures.hpp"
 
@@ -102,8 +103,8 @@ TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[c
   for (const std::string& text : {kText, kSecond, std::string("a"), std::string("\xf0\x9f\x98\x80")}) {
     const std::string back = decode(vocab, encode(vocab, text));
     if (back != text)
-      FAIL_CHECK("decode(encode(\"" << text << "\")) gave \"" << back << "\" (" << back.size() << " bytes, expected "
-                                  << text.size() << ")");
+      FAIL_CHECK("decode(encode(\"" << printable(text) << "\")) gave \"" << printable(back) << "\" (" << back.size()
+                                  << " bytes, expected " << text.size() << ")");
   }
   const std::vector<int64_t> none;
   INFO("decode of no ids gives an empty text");
@@ -113,7 +114,9 @@ TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[c
 TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
   const CharVocab vocab = build_vocab(kText);
   const std::string got = decode(vocab, fx().i64("tok.ids"));
-  if (got != kSecond) FAIL_CHECK("decode(tok.ids) gave \"" << got << "\", expected \"" << kSecond << "\"");
+  // (printable: a line end shows as \n, a byte that is not UTF-8 as \xNN)
+  if (got != kSecond)
+    FAIL_CHECK("decode(tok.ids) gave \"" << printable(got) << "\", expected \"" << printable(kSecond) << "\"");
 }
 
 TEST_CASE("encode: a character outside the vocabulary is refused in one line naming it and its position",

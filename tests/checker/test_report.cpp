@@ -131,6 +131,31 @@ TEST_CASE("with --json, check prints one object per test case", "[checker]") {
   CHECK(json["exit_status"] == 1);
 }
 
+TEST_CASE("with --json, bytes that are not UTF-8 in a message or a compile error do not stop the report",
+          "[checker]") {
+  // A decode that writes bytes instead of characters, or a compiler quoting
+  // a Latin-1 line, puts such bytes into what check reports.
+  CheckReport report;
+  report.book_chapters = 9;
+  ChapterReport ran;
+  ran.chapter = "09-gpt";
+  sa::check::CaseResult r;
+  r.status = sa::check::Status::fail;
+  r.test = "decode: the fixture's ids spell the second text";
+  r.function = "decode";
+  r.message = "decode(tok.ids) gave \"\xc3 t\xe9\"";
+  ran.results.push_back(r);
+  ChapterReport broken;
+  broken.chapter = "08-efficient-attention";
+  broken.state = ChapterReport::State::does_not_compile;
+  broken.compile_error = "tiled.cpp:3: error: stray '\xe9' in program";
+  report.chapters = {broken, ran};
+  nlohmann::json json;
+  REQUIRE_NOTHROW(json = nlohmann::json::parse(sa::check::report_json(report)));
+  CHECK(json["tests"][0]["message"] == "decode(tok.ids) gave \"\xef\xbf\xbd t\xef\xbf\xbd\"");  // U+FFFD each
+  CHECK(json["chapters"][0]["message"] == "tiled.cpp:3: error: stray '\xef\xbf\xbd' in program");
+}
+
 TEST_CASE("a test name selects exactly its test case", "[checker]") {
   CHECK(sa::check::catch2_spec("attention: [a, b] \\ *\"") == "attention: \\[a\\, b\\] \\\\ \\*\\\"");
 }

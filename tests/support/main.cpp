@@ -24,6 +24,7 @@
 #include <catch2/catch.hpp>
 
 #include "sa/exercise.hpp"
+#include "sa/printable.hpp"
 
 #include "crash_words.hpp"  // tools/checker: the sentences ./book check also says
 
@@ -83,10 +84,14 @@ class NameEveryException : public Catch::IExceptionTranslator {
   return true;
 }();
 
+// One field of a report line: tabs and line ends become spaces (they
+// separate fields and lines), then what is left is made printable: a wrong
+// decode can put bytes that are not UTF-8 into a message, and `check
+// --json` can only write UTF-8.
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\t' || c == '\n') c = ' ';
-  return s;
+  return sa::printable(s);
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
@@ -125,6 +130,24 @@ std::string comparison_sentence(const std::string& expression, const std::string
     // "x to be 0" when the right side is a literal, "x to be y (0)" when it is a name.
     const std::string wanted = right == right_value ? right : right + " (" + right_value + ")";
     return "expected " + left + " " + words + " " + wanted + ", got " + left_value;
+  }
+  return "";
+}
+
+// A failed CHECK_THAT(text, Contains("x")), which Catch2 reports as
+// "text, Catch::Matchers::Contains(\"x\")" and "\"abc\" contains: \"x\"", as
+// "expected text to contain \"x\", got \"abc\"". Empty for other matchers.
+std::string matcher_sentence(const std::string& expression, const std::string& expanded) {
+  static const std::pair<const char*, const char*> kMatchers[] = {
+      {" not contains: ", "not to contain"}, {" contains: ", "to contain"},     {" equals: ", "to equal"},
+      {" starts with: ", "to start with"},   {" ends with: ", "to end with"}};
+  const auto comma = expression.find(", ");
+  if (comma == std::string::npos) return "";
+  for (const auto& [description, words] : kMatchers) {
+    const auto at = expanded.rfind(description);
+    if (at == std::string::npos) continue;
+    return "expected " + expression.substr(0, comma) + " " + words + " " + expanded.substr(at + std::strlen(description)) +
+           ", got " + expanded.substr(0, at);
   }
   return "";
 }
@@ -169,13 +192,14 @@ Failure describe(const Catch::AssertionStats& stats) {
       // (Outside any CHECK, Catch2's expression is a placeholder, "{Unknown
       // expression after the reported line}": no use to the reader.)
       const bool known = r.hasExpression() && !starts_with(r.getExpression(), "{Unknown expression");
-      message = "threw: " + what + (known ? " (in " + r.getExpression() + ")" : "");
+      message = "threw where a result was expected: " + what + (known ? " (in " + r.getExpression() + ")" : "");
     }
   } else if (r.hasMessage()) {
     message = r.getMessage();  // FAIL(...) or a helper's explanation
   } else if (r.hasExpression()) {
     const std::string expression = r.getExpression(), expanded = r.getExpandedExpression();
-    message = throws ? "" : comparison_sentence(expression, expanded);
+    const bool matcher = macro.find("THAT") != std::string::npos;
+    message = throws ? "" : matcher ? matcher_sentence(expression, expanded) : comparison_sentence(expression, expanded);
     if (message.empty()) {
       message = "expected " + expression;
       if (throws) message += " to throw";
@@ -187,7 +211,11 @@ Failure describe(const Catch::AssertionStats& stats) {
   // into this list by Catch2 too, so skip it.
   std::string context;
   for (const Catch::MessageInfo& info : stats.infoMessages) {
-    if (info.message.empty() || (r.hasMessage() && info.message == r.getMessage())) continue;
+    // (nor an INFO the message already quotes: a test names its input
+    // with INFO so that a crash or an exception says it too)
+    if (info.message.empty() || (r.hasMessage() && info.message == r.getMessage()) ||
+        message.find(info.message) != std::string::npos)
+      continue;
     context += (context.empty() ? "" : "; ") + info.message;
   }
   Failure f{message, ""};

@@ -248,7 +248,10 @@ std::string report_json(const CheckReport& report) {
               {"timeout_seconds", report.timeout_seconds},
               {"one_hung", report.one_hung},
               {"exit_status", exit_status(report)}};
-  return out.dump(2) + "\n";
+  // A compiler's message or an exercise's what() can hold bytes that are not
+  // UTF-8 (the suites' own lines are escaped already): JSON must be UTF-8,
+  // so such bytes become U+FFFD instead of stopping the report.
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace sa::check
