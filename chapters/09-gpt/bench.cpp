@@ -291,14 +291,14 @@ void print_step(const Times& step, const StepCount& count, const GptConfig& cfg,
   const auto ms = [](double seconds) {
     return 1e3 * seconds < 1 ? fmt::format("{:.3g}", 1e3 * seconds) : fmt::format("{:.2f}", 1e3 * seconds);
   };
-  fmt::print("  one training step (batch {} x {} characters: forward, loss, backward, clip, AdamW): median {} ms "
+  fmt::print("  one training step (batch {} x {}: forward, loss, backward, clip, AdamW): median {} ms "
              "wall, {} ms CPU, over {} steps after {} warm-up\n",
-             o.model.batch, cfg.seq_len, ms(step.wall), ms(step.cpu), o.steps, o.warmup);
-  fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} tokens "
+             o.model.batch, count_of(cfg.seq_len, "character"), ms(step.wall), ms(step.cpu), o.steps, o.warmup);
+  fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} "
              "({:.4g}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
              "d_model ({:.4g})\n",
              count.total() / 1e9, cfg.n_layers * 12 * cfg.d_model * cfg.d_model + cfg.vocab_size * cfg.d_model,
-             o.model.batch * cfg.seq_len, count.linear / 1e9, count.attention / 1e9);
+             count_of(o.model.batch * cfg.seq_len, "token"), count.linear / 1e9, count.attention / 1e9);
   const double gflops = count.total() / (1e9 * step.wall);
   fmt::print("  {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s (Eigen, 1024^3, measured in this run)\n", gflops,
              share_of_peak(gflops, peak), peak);

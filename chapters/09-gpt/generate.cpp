@@ -35,6 +35,46 @@ namespace {
 // comparison needs no more.
 constexpr int64_t kCompared = 256;
 
+// The cost of generating `tokens` characters after a prompt of
+// `prompt_tokens` with the cache, then the first `compared` of them again
+// without it, for the checkpoint's model: with run_estimate's rates
+// (steps.hpp), before any work.
+RunEstimate generation_estimate(const GptConfig& config, int64_t prompt_tokens, int64_t tokens, int64_t compared) {
+  const double d = double(config.d_model), layers = double(config.n_layers), T = double(config.seq_len),
+               V = double(config.vocab_size);
+  const double params = layers * 12.0 * d * d + (V + T) * d;
+  // One forward call that computes `rows` new rows reading a context of
+  // `context` tokens: the products of a third of a training step a row,
+  // what is not a product, and each head's and layer's cost of a call.
+  double seconds = 0;
+  auto forward = [&](int64_t rows, int64_t context) {
+    const double r = double(rows), c = double(context);
+    seconds += r * (2.0 * params + 4.0 * layers * c * d) / kOperationsPerSecond + r * kSecondsPerToken / 3.0 +
+               layers * (double(config.n_heads) * head_call_seconds(rows, context) + kSecondsPerLayerStep) / 3.0;
+  };
+  // generate's own walk (context_start): the warm-up forward over the
+  // prompt's context, then with the cache one row a character and the
+  // whole context at each restart, without it the whole context each time.
+  const int64_t seq_len = config.seq_len;
+  forward(std::min(prompt_tokens, seq_len), std::min(prompt_tokens, seq_len));
+  int64_t start = -1;
+  for (int64_t i = 0; i < tokens; ++i) {
+    const int64_t n = prompt_tokens + i, from = context_start(n, seq_len), context = n - from;
+    forward(from != start ? context : 1, context);
+    start = from;
+    if (i < compared) forward(context, context);
+  }
+  RunEstimate e;
+  e.seconds = seconds;
+  // The checkpoint as read (the weights and AdamW's two moments), the
+  // model, one forward's activations over a whole context and the caches.
+  e.bytes = 16.0 * params + 4.0 * T * (layers * 30.0 * d + 4.0 * V) + 8.0 * layers * T * d;
+  e.options = fmt::format("--tokens {} with the checkpoint's model ({}, {}, d_model {}, seq_len {})", tokens,
+                          count_of(config.n_layers, "layer"), count_of(config.n_heads, "head"), config.d_model,
+                          config.seq_len);
+  return e;
+}
+
 void run(int argc, char** argv) {
   std::string checkpoint = default_gpt_checkpoint(/*quick=*/false), prompt = "And God said";
   int64_t tokens = 300, top_k = kVocabSize;
@@ -44,13 +84,12 @@ void run(int argc, char** argv) {
           "chapter 8's key/value cache; then the first characters again without it, and both speeds.",
           "09-gpt-generate");
   cli.without_figures();
-  cli.without_budget();  // at most 100000 characters of a small model: seconds
   cli.add("--checkpoint", &checkpoint, "the trained model (a .safetensors file `./book run 9` saved)", "a file");
   cli.add("--prompt", &prompt, "the text to continue (characters of the model's vocabulary)",
           "at least one character of the model's vocabulary");
   cli.add("--tokens", &tokens, "characters to generate after the prompt", IntRange{1, 100000});
   cli.add("--temperature", &temperature, "divides the logits: below 1 sharpens, above 1 flattens",
-          RealRange{0, 100, true, false});
+          RealRange{kMinTemperature, 100});
   cli.add("--top-k", &top_k,
           "keep only the k likeliest characters (unless given: the model's whole vocabulary, 63 characters for the "
           "Bible)",
@@ -83,6 +122,11 @@ void run(int argc, char** argv) {
                                    "characters",
                                    char_name(chars[i]), i, vocab_size));
 
+  // The model is the checkpoint's, whatever its size: its cost is known
+  // only now (a model of 8 layers of width 512 writes a few hundred
+  // characters a second with the cache, a few dozen without).
+  cli.check_budget(generation_estimate(ckpt.config, int64_t(chars.size()), tokens, std::min(tokens, kCompared)));
+
   Generator unused(0);
   Gpt model(ckpt.config, unused);
   model.params = std::move(ckpt.params);
@@ -90,7 +134,7 @@ void run(int argc, char** argv) {
   fmt::print("{}: {}, {}, d_model {}, seq_len {}, {} characters, trained {}\n", shown_path(checkpoint),
              count_of(ckpt.config.n_layers, "layer"), count_of(ckpt.config.n_heads, "head"), ckpt.config.d_model,
              ckpt.config.seq_len, vocab_size, count_of(ckpt.iteration, "iteration"));
-  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n", count_of(tokens, "character"), prompt,
+  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n", count_of(tokens, "character"), printable(prompt),
              temperature, top_k, cli.seed);
   if (const std::string note = long_prompt_note(int64_t(ids.size()), ckpt.config.seq_len); !note.empty())
     fmt::print("{}\n", note);

@@ -16,6 +16,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 
@@ -39,7 +40,7 @@ void run(int argc, char** argv) {
   cli.add("--data-dir", &o.data_dir, "folder of the prepared text (kjv.txt, train.txt, val.txt), made on the first run",
           "a folder");
   cli.add("--temperature", &o.temperature, "step 6's second temperature (the first is 1), and step 11's",
-          RealRange{0, 100, true, false});
+          RealRange{kMinTemperature, 100});
   cli.add("--top-k", &o.top_k, "characters kept when sampling in steps 6 and 11 (63: all of them)",
           IntRange{1, kVocabSize});
   cli.add("--sample-chars", &o.sample_chars, "characters sampled at each temperature in step 6", IntRange{1, 2000});
@@ -114,7 +115,7 @@ void run(int argc, char** argv) {
   fmt::print("seed {}; sampling: temperature {}, top-k {}, {} at each temperature in step 6, {} after \"{}\" "
              "in step 11\n",
              cli.seed, o.temperature, o.top_k, count_of(o.sample_chars, "character"),
-             count_of(o.gen_chars, "character"), o.prompt);
+             count_of(o.gen_chars, "character"), printable(o.prompt));
   fmt::print("model: {}, {}, d_model {}, seq_len {}; training: {} of batch {}{}{}\n", count_of(o.n_layers, "layer"),
              count_of(o.n_heads, "head"), o.d_model, o.seq_len, count_of(o.iters, "iteration"), o.batch,
              o.quick ? " (--quick)" : "",

@@ -29,6 +29,13 @@ namespace sa::ch9 {
 // work.
 inline constexpr int64_t kVocabSize = 63;
 
+// The lowest --temperature: the logits are divided by it in float32, so a
+// temperature near float's smallest (1.2e-38) turns every logit above 1e-38
+// x 3.4e38 into +inf, and softmax has nothing to work with. At 0.001 a
+// logit would have to pass 3e35 first, and sampling is already all but
+// always the likeliest character.
+inline constexpr double kMinTemperature = 1e-3;
+
 struct Options {
   std::string data_dir = (binary_dir() / "data").string();
   double temperature = 0.5;   // step 6's second temperature (the first is 1)
@@ -71,23 +78,46 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The work of a run (run_estimate, and ./book generate's estimate), counted
+// in operations, at a rate measured on the book's machine (an AMD EPYC with
+// AVX2, one core) and rounded down. A
+// training step costs about 6 x parameters x tokens operations (2 forward,
+// 4 backward) plus the attention's 12 x seq_len x d_model per token and
+// layer; an evaluation or a generated character is a forward only, a third.
+// The default run did 8.0e12 of them in 163 s of steps (49 GFLOP/s), and a
+// model of d_model 16 spent about 1.3 us a token on what is not a product.
+// So the default run is estimated at 5.0 min (with the heads and layers of
+// run_estimate) for the 2.9 it took; a run over 512-character contexts at
+// 1.4 s a step, as it took.
+inline constexpr double kOperationsPerSecond = 3.0e10;
+inline constexpr double kSecondsPerToken = 1.5e-6;  // LayerNorm, GELU, softmax, AdamW, copies: not products
+inline constexpr double kSetupSeconds = 5.0;        // reading (or preparing) the text, steps 1 to 6
+// A layer's share of a step that no token or head count sees (AdamW over
+// its tensors, the norms, the clipping): 64 layers of width 8 on one
+// character took 0.5 ms a step.
+inline constexpr double kSecondsPerLayerStep = 8e-6;
+
 // The run's cost on one core, estimated from the options alone (for
 // Cli::check_budget, before any work).
 RunEstimate run_estimate(const Options& o);
+
 // What one head of one sequence costs in one layer's training step, forward
 // and backward, beside the products run_estimate counts: each is a call of
 // chapter 8's tiled attention with its copies, its softmax over T x T
 // scores and their gradient (run_estimate and the benchmark's estimate).
-inline double head_call_seconds(int64_t seq_len) {
+// With `rows` queries over `context` keys (a generated character: one row
+// over the cache), the copies scale with the rows and the scores with
+// rows x context.
+inline double head_call_seconds(int64_t rows, int64_t context) {
   // Fitted to steps of 1 to 1024 characters and 1 to 128 heads (09-gpt-bench,
   // one core): 1.2 us a head at T = 1, 26 us at 64, 650 us at 512. The
   // operation counts miss it because a head's softmax and its copies do not
   // shrink with its width: 128 heads of width 1 took 2.7 times the step of 4
   // heads of width 32, and 64 layers of 64 sequences of one character 8 times
   // the counts' estimate.
-  const double T = double(seq_len);
-  return 1e-6 + 0.25e-6 * T + 2.5e-9 * T * T;
+  return 1e-6 + 0.25e-6 * double(rows) + 2.5e-9 * double(rows) * double(context);
 }
+inline double head_call_seconds(int64_t seq_len) { return head_call_seconds(seq_len, seq_len); }
 
 // Step 1: where the text came from, its size, SHA-256 and split.
 void text_demo(const Text& t);

@@ -4,6 +4,7 @@
 
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 
@@ -16,25 +17,8 @@
 
 namespace sa::ch9 {
 
-// The work of a run, counted in operations, at a rate measured on the
-// book's machine (an AMD EPYC with AVX2, one core) and rounded down. A
-// training step costs about 6 x parameters x tokens operations (2 forward,
-// 4 backward) plus the attention's 12 x seq_len x d_model per token and
-// layer; an evaluation or a generated character is a forward only, a third.
-// The default run did 8.0e12 of them in 163 s of steps (49 GFLOP/s), and a
-// model of d_model 16 spent about 1.3 us a token on what is not a product.
-// So the default run is estimated at 5.0 min (with the heads and layers of
-// run_estimate) for the 2.9 it took; a run over 512-character contexts at
-// 1.4 s a step, as it took.
-namespace {
-constexpr double kOperationsPerSecond = 3.0e10;
-constexpr double kSecondsPerToken = 1.5e-6;  // LayerNorm, GELU, softmax, AdamW, copies: not products
-constexpr double kSetupSeconds = 5.0;        // reading (or preparing) the text, steps 1 to 6
-// A layer's share of a step that no token or head count sees (AdamW over
-// its tensors, the norms, the clipping): 64 layers of width 8 on one
-// character took 0.5 ms a step.
-constexpr double kSecondsPerLayerStep = 8e-6;
-}  // namespace
+// The rates run_estimate counts with (kOperationsPerSecond and the rest) are
+// in steps.hpp, where ./book generate's estimate reads them too.
 
 RunEstimate run_estimate(const Options& o) {
   const double d = double(o.d_model), layers = double(o.n_layers), T = double(o.seq_len), V = double(kVocabSize),
@@ -60,10 +44,13 @@ RunEstimate run_estimate(const Options& o) {
   // (about 30 floats a token and layer of width d, the logits); the text's
   // ids (8 bytes a character) and the text itself.
   e.bytes = 16.0 * params + 4.0 * B * T * (layers * 30.0 * d + 4.0 * V) + 9.0 * double(kTextBytes);
-  e.options = fmt::format("--iters {} --batch {} --seq-len {} --d-model {} --n-layers {} --eval-iters {}", o.iters,
-                          o.batch, o.seq_len, o.d_model, o.n_layers, o.eval_iters);
+  e.options = fmt::format(
+      "--iters {} --batch {} --seq-len {} --d-model {} --n-heads {} --n-layers {} --eval-interval {} --eval-iters {} "
+      "--gen-chars {}",
+      o.iters, o.batch, o.seq_len, o.d_model, o.n_heads, o.n_layers, o.eval_interval, o.eval_iters, o.gen_chars);
   return e;
 }
+
 
 namespace {
 
@@ -249,7 +236,7 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   say(fmt::format("The trained model writes: after the prompt \"{}\", {}, each drawn with step 6's "
                   "sampling (temperature {}, top-k {}) from the logits after its context, the draws from "
                   "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {}: {}",
-                  o.prompt, count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
+                  printable(o.prompt), count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
                   count_of(T, "position"),
                   T > 1 ? "when the context is full, its older half is dropped and the rest read again from position 0."
                         : "each character is drawn from the one before it alone.")

@@ -61,23 +61,29 @@ refuse 07-training "--checkpoint-dir is empty: give a folder" --checkpoint-dir "
 # kjv.txt (here: the real one with a line added, or a file of the right size
 # with one byte changed) is refused before any step prints.
 refuse 09-gpt "--top-k must be an integer in [1, 63], got '64'" --top-k 64
-refuse 09-gpt "--temperature must be a number in (0, 100], got '0'" --temperature 0
+refuse 09-gpt "--temperature must be a number in [0.001, 100], got '0'" --temperature 0
 refuse 09-gpt "--data-dir is empty: give a folder" --data-dir ""
 # The GPT's options: a width the heads do not divide, a prompt the
 # vocabulary cannot encode, a run far over the budget (estimated from the
 # options, before the text is read).
 refuse 09-gpt "d_model 128 is not divisible by 3 heads" --n-heads 3 --no-plots
 refuse 09-gpt "--prompt: character 'X' at position 0 is not in the vocabulary of train.txt" --prompt "Xerxes" --no-plots
-refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --eval-iters 20 would take about" \
+refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-heads 4 --n-layers 4 --eval-interval 200 --eval-iters 20 --gen-chars 300 would take about" \
   --iters 100000 --no-plots
 refuse 09-gpt "--prompt is empty: give at least one character of the training text" --prompt ""
 # Heads and layers cost beyond their operations (a head's softmax and copies
 # do not shrink with its width): 200000 steps of 64 layers on one character
 # (20-30 min) and 128 heads of width 1 in 8 layers (about 20 min) were
 # estimated at 3 and 9 min.
-refuse 09-gpt "--iters 200000 --batch 64 --seq-len 1 --d-model 8 --n-layers 64 --eval-iters 1 would take about" \
+refuse 09-gpt "--iters 200000 --batch 64 --seq-len 1 --d-model 8 --n-heads 1 --n-layers 64 --eval-interval 200 --eval-iters 1 --gen-chars 300 would take about" \
   --iters 200000 --batch 64 --seq-len 1 --d-model 8 --n-heads 1 --n-layers 64 --eval-iters 1 --no-plots
-refuse 09-gpt "--n-layers 8 --eval-iters 20 would take about" --n-heads 128 --n-layers 8 --no-plots
+refuse 09-gpt "--n-heads 128 --n-layers 8 --eval-interval 200 --eval-iters 20 --gen-chars 300 would take about" --n-heads 128 --n-layers 8 --no-plots
+# The options that pass it are named, whichever they are: here the
+# characters generated at the end (step 11), and the validation losses.
+refuse 09-gpt "--eval-interval 200 --eval-iters 1 --gen-chars 100000 would take about" --seq-len 1024 --d-model 512 \
+  --n-heads 8 --n-layers 8 --iters 1 --batch 1 --eval-iters 1 --gen-chars 100000 --no-plots
+refuse 09-gpt "--eval-interval 1 --eval-iters 10000 --gen-chars 300 would take about" --quick --eval-interval 1 \
+  --eval-iters 10000 --no-plots
 refuse 09-gpt-bench "--steps 5000 --warmup 5 --batch 2 --seq-len 512 --d-model 64 --n-layers 2 --gen-chars 256 would take about" \
   --steps 5000 --batch 2 --seq-len 512 --d-model 64 --n-heads 64 --n-layers 2
 ch9_data=$(mktemp -d)
@@ -112,8 +118,17 @@ tiny=(--checkpoint "$ch9_ckpt/tiny.safetensors")
 refuse 09-gpt-generate "--prompt is empty: give at least one character of the model's vocabulary" "${tiny[@]}" --prompt ""
 refuse 09-gpt-generate "--prompt: character 'é' (U+00E9) at position 3 is not in the model's vocabulary of 63" \
   "${tiny[@]}" --prompt "café"
-refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '0'" "${tiny[@]}" --temperature 0
-refuse 09-gpt-generate "--temperature must be a number in (0, 100], got '-1'" "${tiny[@]}" --temperature -1
+refuse 09-gpt-generate "--temperature must be a number in [0.001, 100], got '0'" "${tiny[@]}" --temperature 0
+refuse 09-gpt-generate "--temperature must be a number in [0.001, 100], got '-1'" "${tiny[@]}" --temperature -1
+# (a temperature near float's smallest made every logit / T +inf, refused by
+# softmax halfway through the run)
+refuse 09-gpt-generate "--temperature must be a number in [0.001, 100], got '2e-38'" "${tiny[@]}" --temperature 2e-38
+# The checkpoint's model sets the cost of generating: estimated once it is
+# read, before the first character (the budget shrunk to 0.1 s for this
+# tiny model, which writes 100000 characters in 0.25 s).
+SA_BUDGET_SECONDS=0.1 refuse 09-gpt-generate \
+  "--tokens 100000 with the checkpoint's model (1 layer, 2 heads, d_model 8, seq_len 64) would take about" \
+  "${tiny[@]}" --tokens 100000
 refuse 09-gpt-generate "--top-k must be an integer from 1 to the model's vocabulary size, got '0'" "${tiny[@]}" --top-k 0
 refuse 09-gpt-generate "--top-k 64 is above the model's vocabulary of 63 characters" "${tiny[@]}" --top-k 64
 refuse 09-gpt-generate "--tokens must be an integer in [1, 100000], got '0'" "${tiny[@]}" --tokens 0
