@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -123,6 +125,12 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
   if (ckpt.iteration < 0 || ckpt.iters < 1 || ckpt.iteration > ckpt.iters)
     throw refuse(fmt::format("iteration {} of {}: expected 0 <= iteration <= iters, iters >= 1", ckpt.iteration,
                              ckpt.iters));
+  if (const auto& t = ckpt.training;
+      ckpt.has_optimizer && t && (t->batch < 1 || t->batch > 4096 || !(t->lr > 0 && t->lr <= 1) ||
+                                  !(t->dropout >= 0 && t->dropout < 1)))
+    throw refuse(fmt::format("the run's batch {}, lr {}, dropout {}: expected a batch in [1, 4096], lr in (0, 1], "
+                             "dropout in [0, 1)",
+                             t->batch, t->lr, t->dropout));
   if (int64_t(parameter_count(ckpt.params)) != gpt_parameter_count(c))
     throw refuse(fmt::format("{} parameters, but the configuration implies {}", parameter_count(ckpt.params),
                              gpt_parameter_count(c)));
@@ -165,6 +173,13 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
         m.emplace_back("optimizer", ckpt.has_optimizer ? "adamw" : "none");
         m.emplace_back("adamw_step", decimal(ckpt.has_optimizer ? ckpt.adamw_step : 0));
         m.emplace_back("generator", ckpt.has_optimizer ? ckpt.generator : "");
+        if (ckpt.has_optimizer && ckpt.training) {  // (what --resume reads: only beside a training state)
+          // (fmt's "{}" of a double is the shortest text that reads back
+          // as the same double)
+          m.emplace_back("batch", decimal(ckpt.training->batch));
+          m.emplace_back("lr", fmt::format("{}", ckpt.training->lr));
+          m.emplace_back("dropout", fmt::format("{}", ckpt.training->dropout));
+        }
         m.emplace_back("note", ckpt.note);
         m.emplace_back("crc32", detail::hex32(data_crc));
         return m;
@@ -225,12 +240,43 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
     throw fail(fmt::format("format version '{}', but this program reads version {}",
                            shown(entry(meta, "version", fail)), kGptCheckpointVersion));
   std::set<std::string> book = {"format", "version", "vocabulary", "text_sha256", "iteration", "iters", "seed",
-                                "optimizer", "adamw_step", "generator", "note", "crc32", "metadata_crc32"};
+                                "optimizer", "adamw_step", "generator", "batch", "lr", "dropout", "note", "crc32",
+                                "metadata_crc32"};
   for (const GptField& f : kGptFields) book.insert(f.name);
   detail::check_metadata_crc(meta, entry(meta, "metadata_crc32", fail), fail,
                              [&](const std::string& key) { return book.count(key) > 0; },
                              " (chapter 7's README says how)");
   return meta;
+}
+
+// A number of the metadata that must lie in [lo, hi] (hi_open: below hi).
+double read_real(const Metadata& meta, const char* key, double lo, double hi, bool lo_open, bool hi_open,
+                 const Refusal& fail) {
+  const std::string& text = entry(meta, key, fail);
+  double x = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) || (lo_open ? x <= lo : x < lo) ||
+      (hi_open ? x >= hi : x > hi))
+    throw fail(fmt::format("its {} '{}' is not a number in {}{}, {}{}", key, shown(text), lo_open ? "(" : "[", lo, hi,
+                           hi_open ? ")" : "]"));
+  return x;
+}
+
+// The training run's batch, lr and dropout: all three or none (a file of
+// an older book), and only beside a training state.
+std::optional<GptCheckpoint::Training> read_training(const Metadata& meta, bool has_optimizer, const Refusal& fail) {
+  const int present = int(meta.count("batch") + meta.count("lr") + meta.count("dropout"));
+  if (present == 0) return std::nullopt;
+  if (present != 3) throw fail("it records some of the run's batch, lr and dropout but not all three");
+  if (!has_optimizer) throw fail("it records the run's batch, lr and dropout but no optimizer state ('none')");
+  GptCheckpoint::Training t;
+  uint64_t batch = 0;
+  if (!parse_count(entry(meta, "batch", fail), 4096, batch) || batch < 1)
+    throw fail(fmt::format("its batch '{}' is not a whole number from 1 to 4096", shown(entry(meta, "batch", fail))));
+  t.batch = int64_t(batch);
+  t.lr = read_real(meta, "lr", 0, 1, /*lo_open=*/true, /*hi_open=*/false, fail);
+  t.dropout = read_real(meta, "dropout", 0, 1, /*lo_open=*/false, /*hi_open=*/true, fail);
+  return t;
 }
 
 // What the header says, checked against itself and the data's length.
@@ -299,6 +345,7 @@ GptLayout parse_gpt_header(std::string_view header, uint64_t data_size, const st
   } else if (!ckpt.generator.empty()) {
     throw fail("it holds a generator state but no optimizer state ('none'): half of a training state");
   }
+  ckpt.training = read_training(meta, ckpt.has_optimizer, fail);
   if (const auto note = meta.find("note"); note != meta.end()) ckpt.note = note->second;
   {
     const std::string& crc = entry(meta, "crc32", fail);

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,14 @@ struct GptCheckpoint {
   GptParams adam_m, adam_v;  // AdamW's first and second moments, the parameters' shapes
   int64_t adamw_step = 0;
   std::string generator;     // Generator::state() of the training generator
+  // The run's options that shape its batches and steps, which --resume
+  // takes from here. Absent in a model-only file and in files of a book
+  // that did not record them yet.
+  struct Training {
+    int64_t batch = 0;
+    double lr = 0, dropout = 0;
+  };
+  std::optional<Training> training;
 };
 
 // The parameter count a configuration implies (exact, without allocating).

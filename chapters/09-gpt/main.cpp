@@ -72,8 +72,8 @@ void run(int argc, char** argv) {
           "a file");
   cli.add_flag("--resume", &o.resume,
                "continue training the model of --checkpoint from its iteration to --iters (above it), with its "
-               "AdamW state and training generator; --seq-len, --d-model, --n-heads, --n-layers and --seed are "
-               "taken from it (given, they must be its own)");
+               "AdamW state and training generator; --seq-len, --d-model, --n-heads, --n-layers, --batch, --lr, "
+               "--dropout and --seed are taken from it (given, they must be its own)");
   cli.parse(argc, argv);
   if (o.quick) {
     if (!cli.given("--iters")) o.iters = Options::kQuickIters;

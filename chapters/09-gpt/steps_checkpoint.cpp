@@ -77,6 +77,26 @@ GptCheckpoint resume_checkpoint(Options& o, Cli& cli) {
                              m.flag, o.*m.option, m.flag));
     o.*m.option = saved;
   }
+  // The batches, the schedule's peak and the dropout: the first run's, so
+  // that the resumed run is the rest of that run (files of an older book
+  // did not record them: then they are the options').
+  if (ckpt.training) {
+    const GptCheckpoint::Training& t = *ckpt.training;
+    if (cli.given("--batch") && o.batch != t.batch)
+      throw fail(fmt::format("trained with batches of {}, but --batch {} was given: the resumed run draws the batches "
+                             "the first would have drawn next; leave --batch out to resume it",
+                             t.batch, o.batch));
+    if (cli.given("--lr") && o.lr != t.lr)
+      throw fail(fmt::format("trained with --lr {}, but --lr {} was given: the schedule goes on from the first run's "
+                             "peak; leave --lr out to resume it",
+                             t.lr, o.lr));
+    if (cli.given("--dropout") && o.dropout != t.dropout)
+      throw fail(fmt::format("trained with --dropout {}, but --dropout {} was given: leave --dropout out to resume it",
+                             t.dropout, o.dropout));
+    o.batch = t.batch;
+    o.lr = t.lr;
+    o.dropout = t.dropout;
+  }
   // The seed chooses the validation batches (seed + 1): a resumed run keeps
   // the first run's, so that its losses continue the same curve.
   if (cli.given("--seed") && cli.seed != ckpt.seed)
@@ -139,6 +159,7 @@ void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerStat
   ckpt.adam_m = opt.m;
   ckpt.adam_v = opt.v;
   ckpt.adamw_step = opt.steps;
+  ckpt.training = GptCheckpoint::Training{o.batch, o.lr, o.dropout};
   ckpt.generator = gen.state();
   // The file this run wrote is read back and compared before it takes the
   // name (chapter 7's check_before_rename): a checkpoint that would not

@@ -74,6 +74,7 @@ GptCheckpoint checkpoint_of(const Gpt& model, const GptAdamW& opt, const Generat
   c.adam_v = opt.second_moments();
   c.adamw_step = opt.steps();
   c.generator = gen.state();
+  c.training = GptCheckpoint::Training{3, 0.0015, 0.1};  // (lr and dropout with no exact binary form)
   return c;
 }
 
@@ -167,6 +168,10 @@ TEST_CASE("chapter 9 checkpoint: parameters, AdamW's moments and the generator c
   CHECK(back.adamw_step == 3);
   CHECK(back.generator == saved.generator);
   CHECK(saved.generator.find("normal none") == std::string::npos);  // a pending normal sample was saved
+  REQUIRE(back.training);
+  CHECK(back.training->batch == 3);
+  CHECK(back.training->lr == 0.0015);  // the same double, not a rounded one
+  CHECK(back.training->dropout == 0.1);
   CHECK(bits_of(back.params) == bits_of(saved.params));
   CHECK(bits_of(back.adam_m) == bits_of(saved.adam_m));
   CHECK(bits_of(back.adam_v) == bits_of(saved.adam_v));
@@ -193,6 +198,7 @@ TEST_CASE("chapter 9 checkpoint: parameters, AdamW's moments and the generator c
   const GptCheckpoint back2 = parse_gpt_checkpoint(gpt_checkpoint_bytes(model_only), "m.safetensors");
   CHECK_FALSE(back2.has_optimizer);
   CHECK(back2.generator.empty());
+  CHECK_FALSE(back2.training);  // what --resume reads goes with the training state
   CHECK(bits_of(back2.params) == bits_of(saved.params));
 }
 
@@ -294,6 +300,25 @@ TEST_CASE("chapter 9 checkpoint: a damaged file is refused in one line naming th
              contains("its adamw_step '2' is not 3"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "generator", "seed 1 normal none mt 1 2"); })),
              contains("its generator is not a generator state"));
+  // The run's batch, lr and dropout (which --resume takes): each checked,
+  // and all three or none.
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "batch", "0"); })),
+             contains("its batch '0' is not a whole number from 1 to 4096"));
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "lr", "0"); })), contains("its lr '0' is not a number in (0, 1]"));
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "lr", "1e-3x"); })),
+             contains("its lr '1e-3x' is not a number in (0, 1]"));
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "dropout", "1"); })),
+             contains("its dropout '1' is not a number in [0, 1)"));
+  CHECK_THAT(refusal(edited([](json& h) { h["__metadata__"].erase("lr"); })),
+             contains("it records some of the run's batch, lr and dropout but not all three"));
+  {
+    // A file of a book that did not record them yet reads, without them.
+    const Bytes older = edited([](json& h) {
+      for (const char* key : {"batch", "lr", "dropout"}) h["__metadata__"].erase(key);
+    });
+    REQUIRE(refusal(older).empty());
+    CHECK_FALSE(parse_gpt_checkpoint(older, "older.safetensors").training);
+  }
 
   // The tensors: missing, unknown, misshapen, outside the data.
   CHECK_THAT(refusal(edited([](json& h) { h.erase("ln_f.beta"); })),
@@ -402,6 +427,9 @@ TEST_CASE("chapter 9 checkpoint: the writer refuses what the reader would refuse
   c = trained_checkpoint();
   c.adamw_step = 2;
   CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("AdamW's step count 2 is not the iteration 3"));
+  c = trained_checkpoint();
+  c.training->lr = 0;
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("the run's batch 3, lr 0, dropout 0.1: expected"));
 }
 
 TEST_CASE("chapter 9 checkpoint: any changed byte is refused in one line, or changes nothing", "[ch09_checkpoint]") {

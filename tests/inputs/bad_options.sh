@@ -115,6 +115,10 @@ refuse 09-gpt "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkp
 "$bin/09-gpt" --quick --iters 1 --eval-iters 1 --d-model 8 --n-heads 2 --n-layers 1 --gen-chars 1 --no-plots \
   --checkpoint "$ch9_ckpt/tiny.safetensors" >/dev/null 2>&1 || echo "FAIL: the tiny chapter 9 model was not saved"
 tiny=(--checkpoint "$ch9_ckpt/tiny.safetensors")
+# --resume continues the first run: its batch, lr and dropout, given
+# otherwise, are refused (the batches it draws, the schedule's peak).
+refuse 09-gpt "trained with batches of 12, but --batch 3 was given" --resume "${tiny[@]}" --iters 2 --batch 3 --no-plots
+refuse 09-gpt "trained with --lr 0.001, but --lr 0.01 was given" --resume "${tiny[@]}" --iters 2 --lr 0.01 --no-plots
 refuse 09-gpt-generate "--prompt is empty: give at least one character of the model's vocabulary" "${tiny[@]}" --prompt ""
 refuse 09-gpt-generate "--prompt: character 'é' (U+00E9) at position 3 is not in the model's vocabulary of 63" \
   "${tiny[@]}" --prompt "café"
