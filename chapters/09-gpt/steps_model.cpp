@@ -64,6 +64,10 @@ void model_demo(const Gpt& model) {
       "matrices and not the vectors (step 5's rule). The token embedding starts at 0.02 too, not at "
       "nn.Embedding's N(0, 1): it is also the output layer, and rows of norm √d_model would give logits of that "
       "size.");
+  if (c.d_model == 1)
+    say("With d_model 1, every LayerNorm gives its shift β whatever comes in (one number minus its own mean is 0): "
+        "no block and no head sees which characters came before, every head's weights stay even, and training "
+        "can only learn how often each character comes.");
 }
 
 double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed) {
@@ -76,8 +80,10 @@ double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, ui
                   "probability almost evenly over the {} characters. Its loss on {} of {} x {} characters:",
                   model.config().vocab_size, count_of(o.eval_iters, "validation batch", "validation batches"),
                   o.batch, model.config().seq_len));
+  // (+ 0.0: a difference that rounds to zero prints 0.0000, not -0.0000)
+  const double difference = std::round((loss - uniform) * 1e4) / 1e4 + 0.0;
   fmt::print("  validation loss {:.4f} nats per character; ln({}) = {:.4f}; the difference {:.4f}\n", loss,
-             model.config().vocab_size, uniform, loss - uniform);
+             model.config().vocab_size, uniform, difference);
   say("A loss well above ln(vocab_size) at the start would mean logits that are confidently wrong: a bad "
       "initialisation, such as an embedding of N(0, 1) read back as the output layer.");
   return loss;
