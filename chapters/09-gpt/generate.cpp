@@ -103,7 +103,8 @@ void run(int argc, char** argv) {
       throw UsageError(fmt::format("--checkpoint {}: no such file", shown_path(checkpoint)));
     // A --quick run saves under its own name: say so when there is one.
     const std::string quick = default_gpt_checkpoint(/*quick=*/true);
-    throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (1 to 3 minutes on one core){}",
+    throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (1 to 3 minutes on one "
+                                 "core){}",
                                  shown_path(checkpoint),
                                  std::filesystem::exists(quick)
                                      ? fmt::format(", or use the --quick run's: --checkpoint {}", shown_path(quick))

@@ -55,7 +55,8 @@ TEST_CASE("sampling_probs: equals nanoGPT's logits / T, top-k, softmax for each 
                                                          {0.8, 10}, {1.0, 1},  {2.0, 5}};
   for (const auto& [temperature, k] : cases) {
     const std::string name = fmt::format("probs.t{}.k{}", temperature, k);
-    const std::string call = fmt::format("sampling_probs(probs.logits (1, 65), temperature {}, top_k {})", temperature, k);
+    const std::string call =
+        fmt::format("sampling_probs(probs.logits (1, 65), temperature {}, top_k {})", temperature, k);
     INFO(call);  // names the input should the call crash or throw
     const RowVector got = sampling_probs(logits, temperature, k);
     require_close(call, Matrix(got), fx().matrix(name), kFloat32);

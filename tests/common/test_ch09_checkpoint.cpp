@@ -304,7 +304,8 @@ TEST_CASE("chapter 9 checkpoint: a damaged file is refused in one line naming th
   // and all three or none.
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "batch", "0"); })),
              contains("its batch '0' is not a whole number from 1 to 4096"));
-  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "lr", "0"); })), contains("its lr '0' is not a number in (0, 1]"));
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "lr", "0"); })),
+             contains("its lr '0' is not a number in (0, 1]"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "lr", "1e-3x"); })),
              contains("its lr '1e-3x' is not a number in (0, 1]"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "dropout", "1"); })),

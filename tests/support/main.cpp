@@ -146,8 +146,8 @@ std::string matcher_sentence(const std::string& expression, const std::string& e
   for (const auto& [description, words] : kMatchers) {
     const auto at = expanded.rfind(description);
     if (at == std::string::npos) continue;
-    return "expected " + expression.substr(0, comma) + " " + words + " " + expanded.substr(at + std::strlen(description)) +
-           ", got " + expanded.substr(0, at);
+    const std::string wanted = expanded.substr(at + std::strlen(description)), value = expanded.substr(0, at);
+    return "expected " + expression.substr(0, comma) + " " + words + " " + wanted + ", got " + value;
   }
   return "";
 }
@@ -199,7 +199,8 @@ Failure describe(const Catch::AssertionStats& stats) {
   } else if (r.hasExpression()) {
     const std::string expression = r.getExpression(), expanded = r.getExpandedExpression();
     const bool matcher = macro.find("THAT") != std::string::npos;
-    message = throws ? "" : matcher ? matcher_sentence(expression, expanded) : comparison_sentence(expression, expanded);
+    if (!throws)
+      message = matcher ? matcher_sentence(expression, expanded) : comparison_sentence(expression, expanded);
     if (message.empty()) {
       message = "expected " + expression;
       if (throws) message += " to throw";
