@@ -48,6 +48,16 @@ refuse "bench: --csv is an option of chapter 8's benchmark only: ./book bench 8 
 refuse "bench: no benchmark has the option '--bogus'" bench --bogus
 refuse "bench: --csv is an option of chapter 8's benchmark only: ./book bench 8 --csv" bench 9 --csv
 refuse "bench: --steps is an option of the benchmarks of chapters 7 and 9 only: ./book bench 7 --steps 5" bench --steps 5
+# --seed and --i-know-it-is-big are every program's (common/src/cli.cpp):
+# they pass the check (and then this tree, which cannot build, stops).
+for flag in --seed=1 --i-know-it-is-big; do
+  ran=$((ran + 1))
+  err=$(cd "$fake" && timeout 20 ./book bench 7 "$flag" 2>&1 >/dev/null)
+  if grep -qF "no benchmark has the option" <<<"$err"; then
+    failed=$((failed + 1))
+    echo "FAIL: ./book bench 7 $flag was refused: $err"
+  fi
+done
 refuse "help takes no arguments, got 'x'" help x
 refuse "test takes no arguments" test --now
 refuse "plots takes at most one chapter number" plots 1 2
