@@ -138,13 +138,16 @@ void run(int argc, char** argv) {
   cli.add("--naive-max-seq-len", &naive_max,
           "largest T for the naive attention (it holds two T x T float matrices: 2 GiB at T = 16384)",
           IntRange{0, 16384});
-  cli.add("--block", &block, "rows and columns of a tile", IntRange{1, 4096});
+  cli.add("--block", &block, "rows and columns of a tile (unless given: 128, or --min-seq-len when that is smaller)",
+          IntRange{1, 4096});
   cli.add("--budget", &budget, "seconds of timing per measurement (at least 3 runs each)", RealRange{0.0, 60.0});
   cli.add_flag("--pytorch", &pytorch, "also time PyTorch 1.13's attention (needs /usr/bin/python3 with torch)");
   cli.add_flag("--csv", &csv, "print lines T,variant,ms,extra_bytes instead of the table");
   cli.without_figures();
   cli.parse(argc, argv);
   if (min_T > max_T) throw UsageError(fmt::format("--min-seq-len {} is larger than --max-seq-len {}", min_T, max_T));
+  // (the default tile shrinks to the shortest T; the header prints it)
+  if (!cli.given("--block")) block = std::min(block, min_T);
   if (block > min_T)
     throw UsageError(fmt::format("--block {} is larger than --min-seq-len {}: one tile would hold the whole "
                                  "sequence, which is the naive computation (use --block {} or less)",

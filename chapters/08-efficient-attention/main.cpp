@@ -16,6 +16,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 using namespace sa;
 using namespace sa::ch8;
 
@@ -29,12 +31,16 @@ void run(int argc, char** argv) {
           "attention.");
   cli.add("--seq-len", &o.seq_len, "tokens of the large run (steps 3 to 5 and 7)", IntRange{16, kMaxSeqLen});
   cli.add("--d-k", &o.d_k, "columns of Q, K and V in steps 1, 3 to 5 and 7", IntRange{1, 512});
-  cli.add("--block", &o.block, "rows and columns of a tile in the large run", IntRange{1, 4096});
+  cli.add("--block", &o.block, "rows and columns of a tile in the large run (unless given: 128, or --seq-len when "
+          "that is smaller)", IntRange{1, 4096});
   cli.add("--window", &o.window, "keys a query sees in local attention (step 7)", IntRange{1, kMaxSeqLen});
   cli.add("--gen-tokens", &o.gen_tokens, "tokens generated to time the key/value cache (step 6)", IntRange{8, 1024});
   cli.add("--reversal-epochs", &o.reversal_epochs, "epochs of chapter 7's reversal task per window (step 7)",
           IntRange{1, 100});
   cli.parse(argc, argv);
+  // A tile larger than the sequence is refused when asked for (check_work);
+  // the default shrinks to a short --seq-len instead (the header prints it).
+  if (!cli.given("--block")) o.block = std::min(o.block, o.seq_len);
   check_work(o);
   cli.check_budget(estimate_run(o));
 
