@@ -135,6 +135,10 @@ void run(int argc, char** argv) {
   cli.parse(argc, argv);
   if (cli.given("--torch-steps") && !pytorch)
     throw UsageError("--torch-steps times the PyTorch twin, which runs only with --pytorch: give both");
+  if (cli.given("--max-epochs") && max_epochs < epochs)
+    throw UsageError(fmt::format("--max-epochs {} is below --epochs {}: the run times at least --epochs epochs "
+                                 "before it may give up",
+                                 max_epochs, epochs));
   {
     // The whole benchmark against the budget: the timed steps, the run to
     // 99% (at most --max-epochs, each with its evaluation), and the twin

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,22 @@ void run(int argc, char** argv) {
   require_writable_dir("--checkpoint-dir", shared.checkpoint_dir);  // before 20 s of training, not after
   if (shared.task != "reversal" && shared.task != "corpus" && shared.task != "both")
     throw UsageError(fmt::format("--task must be reversal, corpus or both, got '{}'", shared.task));
+  // An option of the task that does not run would change nothing: refused,
+  // so that a reader never believes it took effect.
+  static constexpr const char* kReversalOnly[] = {"--epochs", "--batch", "--lr",     "--train",  "--test",
+                                                  "--digits", "--vocab", "--d-model", "--heads", "--layers",
+                                                  "--sample", "--position-epochs"};
+  static constexpr const char* kCorpusOnly[] = {"--corpus",     "--text",           "--corpus-epochs", "--corpus-batch",
+                                                "--corpus-lr", "--corpus-d-model", "--corpus-heads"};
+  const auto refuse_other_task = [&](std::span<const char* const> flags, const char* owner) {
+    for (const char* flag : flags)
+      if (cli.given(flag))
+        throw UsageError(fmt::format("{} is an option of the {} task, which --task {} does not run (--task {} or both "
+                                     "runs it)",
+                                     flag, owner, shared.task, owner));
+  };
+  if (shared.task == "corpus") refuse_other_task(kReversalOnly, "reversal");
+  if (shared.task == "reversal") refuse_other_task(kCorpusOnly, "corpus");
   if (c.corpus.empty()) c.corpus = (source_dir() / "chapters/07-training/corpus.txt").string();
   if (c.corpus_d_model % c.corpus_heads != 0)
     throw UsageError(fmt::format("--corpus-d-model {} is not divisible by --corpus-heads {}", c.corpus_d_model,

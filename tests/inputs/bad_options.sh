@@ -161,7 +161,8 @@ refuse 09-gpt-bench "--rounds times the PyTorch twin, which runs only with --pyt
 refuse 09-gpt-bench "--rounds must be an integer in [1, 20], got '0'" --pytorch --rounds 0
 refuse 09-gpt-bench "--pytorch times the twin's default model, so --d-model cannot be changed" --pytorch --d-model 64
 refuse 09-gpt-bench "unknown option '--no-plots'" --no-plots
-refuse 08-efficient-attention "--block 128 is larger than --seq-len 100" --seq-len 100 --no-plots
+# (a tile larger than the sequence when asked for; the default one shrinks)
+refuse 08-efficient-attention "--block 128 is larger than --seq-len 100" --seq-len 100 --block 128 --no-plots
 refuse 08-efficient-attention-bench "--block 512 is larger than --min-seq-len 256" --block 512
 refuse 08-efficient-attention-bench "--min-seq-len 1024 is larger than --max-seq-len 512" --min-seq-len 1024 \
   --max-seq-len 512
@@ -184,6 +185,14 @@ refuse 07-training "would need about" --task reversal --d-model 1024 --batch 100
   --heads 1 --layers 16 --no-plots
 refuse 07-training "--epochs 100000" --task reversal --epochs 100000 --no-plots
 refuse 07-training "--corpus-epochs 100000" --task corpus --corpus-epochs 100000 --no-plots
+# An option of the task that does not run would be ignored: refused.
+refuse 07-training "--corpus-epochs is an option of the corpus task, which --task reversal does not run" \
+  --task reversal --corpus-epochs 3 --no-plots
+refuse 07-training "--text is an option of the corpus task, which --task reversal does not run" \
+  --task reversal --text "the cat" --no-plots
+refuse 07-training "--digits is an option of the reversal task, which --task corpus does not run" \
+  --task corpus --digits 3 --no-plots
+refuse 07-training-bench "--max-epochs 2 is below --epochs 5" --epochs 5 --max-epochs 2
 refuse 07-training-bench "--steps 100000 --max-epochs 1000 would take about" --steps 100000 --max-epochs 1000
 refuse 08-efficient-attention-bench "would take about" --max-seq-len 32768 --d-k 256 --budget 60
 refuse 09-gpt-bench "--steps 100000 --warmup 5 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --gen-chars 256 would take about" \
