@@ -13,6 +13,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/rng.hpp"
 #include "sa/text.hpp"
 
@@ -39,7 +40,7 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 1: from words to queries, keys and values");
-  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}\n", o.text, o.d_model, o.d_k, cli.seed);
+  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}\n", printable(o.text), o.d_model, o.d_k, cli.seed);
 
   step(1, "Attention without weights: one query, by hand");
   const Matrix X_toy = one_query_by_hand();

@@ -10,6 +10,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/text.hpp"
 
 #include <fmt/core.h>
@@ -41,8 +42,8 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 2: why the scores are divided by sqrt(d_k)");
-  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}; experiment: d_k 4 ... {}, {} samples each\n", o.text,
-             o.d_model, o.d_k, cli.seed, o.max_d_k, o.samples);
+  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}; experiment: d_k 4 ... {}, {} samples each\n",
+             printable(o.text), o.d_model, o.d_k, cli.seed, o.max_d_k, o.samples);
 
   step(1, "Rebuild Q and K of the running example (chapter 1)");
   const ExampleQK ex = rebuild_q_and_k(cli.seed, o, tokens);

@@ -11,6 +11,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/text.hpp"
 
 #include <fmt/core.h>
@@ -45,8 +46,8 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 3: from scores to attention weights");
-  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}, temperature {:g}, samples {}\n", o.text, o.d_model, o.d_k,
-             cli.seed, o.temperature, o.samples);
+  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}, temperature {:g}, samples {}\n",
+             printable(o.text), o.d_model, o.d_k, cli.seed, o.temperature, o.samples);
 
   step(1, "The scaled scores of the running example");
   const ExampleScores ex = scores_of_example(cli.seed, o, tokens);

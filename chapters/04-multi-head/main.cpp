@@ -11,6 +11,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/rng.hpp"
 #include "sa/text.hpp"
 
@@ -40,8 +41,8 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 4: multi-head attention");
-  fmt::print("text \"{}\", d_model {}, n_heads {}, d_k = d_model / n_heads = {}, batch {}, seed {}\n", o.text,
-             o.d_model, o.n_heads, o.d_model / o.n_heads, o.batch, cli.seed);
+  fmt::print("text \"{}\", d_model {}, n_heads {}, d_k = d_model / n_heads = {}, batch {}, seed {}\n",
+             printable(o.text), o.d_model, o.n_heads, o.d_model / o.n_heads, o.batch, cli.seed);
 
   step(1, "The input and the four projections");
   const Input in = input_and_layers(gen, o, tokens);

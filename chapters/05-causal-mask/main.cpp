@@ -13,6 +13,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/text.hpp"
 
 #include <fmt/core.h>
@@ -50,7 +51,7 @@ void run(int argc, char** argv) {
   fig.lengths = lengths;
 
   chapter_title("Chapter 5: masks, or what a query may not see");
-  fmt::print("text \"{}\", d_model {}, n_heads {}, lengths {}, seed {}\n", o.text, o.d_model, o.n_heads,
+  fmt::print("text \"{}\", d_model {}, n_heads {}, lengths {}, seed {}\n", printable(o.text), o.d_model, o.n_heads,
              fmt::join(lengths, ","), cli.seed);
 
   step(1, "The scores of the running example");

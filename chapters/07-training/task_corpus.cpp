@@ -17,6 +17,7 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/rng.hpp"
 
 #include <fmt/core.h>
@@ -35,9 +36,12 @@ CorpusInput read_corpus_input(const std::string& corpus_path, const std::string&
   CorpusInput in{load_corpus(corpus_path), {}};
   std::vector<std::string> words;
   for (int64_t i = 0; i < in.corpus.vocab.size(); ++i) words.push_back(in.corpus.vocab.word(i));
+  // (before encode_text, whose tokenizer would ask for "at least one word")
+  if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos)
+    throw UsageError("--text has no words; give at least two");
   in.text_ids = encode_text(text, words);
   const int64_t n = int64_t(in.text_ids.size());
-  if (n < 2) throw UsageError(fmt::format("--text '{}' has {} token; give at least two", text, n));
+  if (n < 2) throw UsageError(fmt::format("--text '{}' has {} token; give at least two", printable(text, 200), n));
   if (n > in.corpus.max_len() - 1)
     throw UsageError(fmt::format("--text has {} tokens, but the models are trained on inputs of at most {}", n,
                                  in.corpus.max_len() - 1));

@@ -1,6 +1,7 @@
 #include "sa/text.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 
@@ -103,6 +104,22 @@ std::vector<std::string> tokenize(std::string_view text) {
 }
 
 std::vector<std::string> tokenize_text(std::string_view text) {
+  // A --text as a reader's shell or editor hands it over: a byte-order mark
+  // in front (some editors save one) is dropped; bytes that are not UTF-8,
+  // and control characters other than the white space that separates words,
+  // are refused: they would print raw, or make tokens no one can see.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i);
+    if (n == 0)
+      throw UsageError(fmt::format("--text: byte {} (0x{:02x}) is not UTF-8; give the text in UTF-8", i,
+                                   static_cast<unsigned char>(text[i])));
+    if (control_at(text, i) && std::string_view(" \t\n\r\v\f").find(text[i]) == std::string_view::npos)
+      throw UsageError(fmt::format("--text: control character {} at byte {}; words are separated by spaces, tabs "
+                                   "or line ends",
+                                   printable(text.substr(i, n)), i));
+    i += n;
+  }
   std::vector<std::string> tokens = tokenize(text);
   if (tokens.size() > kMaxTextTokens)
     throw UsageError(fmt::format("--text has {} words; at most {} (every step prints a matrix per pair of words)",

@@ -375,6 +375,22 @@ TEST_CASE("tokenize_text: at most kMaxTextTokens words, refused with one line be
   CHECK_THROWS_AS(tokenize_text("   "), UsageError);
 }
 
+TEST_CASE("tokenize_text: a --text as readers have it: line ends and a byte-order mark are fine, bytes that are not "
+          "UTF-8 and other control characters are refused",
+          "[common][text]") {
+  // CRLF and tabs separate words; a byte-order mark in front is dropped, so
+  // the first word is "the" and its second appearance shares its id.
+  CHECK(tokenize_text("the cat\r\nsat\ton") == std::vector<std::string>{"the", "cat", "sat", "on"});
+  CHECK(tokenize_text("\xEF\xBB\xBFthe cat the") == std::vector<std::string>{"the", "cat", "the"});
+  CHECK(tokenize_text("caf\xC3\xA9 \xC3\x89t\xC3\xA9") == std::vector<std::string>{"caf\xC3\xA9", "\xC3\xA9t\xC3\xA9"});
+  CHECK_THROWS_WITH(tokenize_text("the \xFF cat"), "--text: byte 4 (0xff) is not UTF-8; give the text in UTF-8");
+  CHECK_THROWS_WITH(tokenize_text("the caf\xC3"), "--text: byte 7 (0xc3) is not UTF-8; give the text in UTF-8");
+  CHECK_THROWS_WITH(tokenize_text("the \x01 cat"),
+                    "--text: control character \\x01 at byte 4; words are separated by spaces, tabs or line ends");
+  CHECK_THROWS_WITH(tokenize_text("the\x1b[31m cat"),
+                    "--text: control character \\x1b at byte 3; words are separated by spaces, tabs or line ends");
+}
+
 TEST_CASE("make_linear draws within nn.Linear's bound, in (d_in, d_out) layout", "[common][nn]") {
   Generator gen(0);
   const Linear l = make_linear(gen, 16, 3);

@@ -185,6 +185,8 @@ refuse 07-training "would need about" --task reversal --d-model 1024 --batch 100
   --heads 1 --layers 16 --no-plots
 refuse 07-training "--epochs 100000" --task reversal --epochs 100000 --no-plots
 refuse 07-training "--corpus-epochs 100000" --task corpus --corpus-epochs 100000 --no-plots
+refuse 07-training "--text has no words; give at least two" --task corpus --text "   " --no-plots
+refuse 01-qkv-projection "--text: byte 4 (0xff) is not UTF-8" --text $'the \xff cat' --no-plots
 # An option of the task that does not run would be ignored: refused.
 refuse 07-training "--corpus-epochs is an option of the corpus task, which --task reversal does not run" \
   --task reversal --corpus-epochs 3 --no-plots
