@@ -41,7 +41,7 @@ MultiHead cross_attention(Generator& gen, const Input& in) {
     return a;
   };
   const MultiHead cross = multi_head_attention(X_dec, X_enc, 1, params, n_heads, reporting_head);
-  fmt::print("  calls of the head attention: {} (batch 1 x {} heads)\n", calls, n_heads);
+  fmt::print("  calls of the head attention: {} (batch 1 x {})\n", calls, count_of(n_heads, "head"));
   const std::vector<std::pair<std::string, Shape>> cross_journey{
       {"Q = X_q W_q + b_q", {1, kCrossQueries, d_model}},
       {"K, V = X_kv W + b", {1, kCrossKeys, d_model}},

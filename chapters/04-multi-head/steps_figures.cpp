@@ -54,7 +54,8 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
       panels.push_back(empty);
     }
     const std::string title =
-        fmt::format("Attention weights of {} heads (d_k = {}){}, \"{}\", one colour scale 0 to {:.2f}", o.n_heads, d_k,
+        fmt::format("Attention weights of {} (d_k = {}){}, \"{}\", one colour scale 0 to {:.2f}",
+                    count_of(o.n_heads, "head"), d_k,
                     shown < o.n_heads ? fmt::format(", first {} shown", shown) : "", o.text, vmax);
     return plot::heatmap_grid(path, title, rows, cols, panels);
   });
@@ -62,7 +63,7 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   figures.draw("head_entropy_focus.png", [&](const std::string& path) {
     plot::BarChart c;
     const int64_t shown = std::min(o.n_heads, kMaxPanels);
-    c.title = fmt::format("Per-head entropy and focus, {} heads of d_k = {}{} (untrained)", o.n_heads, d_k,
+    c.title = fmt::format("Per-head entropy and focus, {} of d_k = {}{} (untrained)", count_of(o.n_heads, "head"), d_k,
                           shown < o.n_heads ? fmt::format(", first {} shown", shown) : "");
     c.ylabel = "entropy (nats) / focus (weight)";
     std::vector<double> H, F;

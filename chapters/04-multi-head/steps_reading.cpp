@@ -67,9 +67,9 @@ void count_parameters(const Input& in) {
   fmt::print("  their biases         4 x {}      = {}\n", d_model, bias_count);
   fmt::print("  total                4 d_model^2 + 4 d_model = {}   (counted from the layers: {})\n",
              weight_count + bias_count, params.parameter_count());
-  fmt::print("  per head: a ({}, {}) slice of each of W_q, W_k, W_v = 3 x {} x {} = {}; x {} heads = {} = 3 "
+  fmt::print("  per head: a ({}, {}) slice of each of W_q, W_k, W_v = 3 x {} x {} = {}; x {} = {} = 3 "
              "d_model^2\n",
-             d_model, d_k, d_model, d_k, 3 * d_model * d_k, n_heads, 3 * n_heads * d_model * d_k);
+             d_model, d_k, d_model, d_k, 3 * d_model * d_k, count_of(n_heads, "head"), 3 * n_heads * d_model * d_k);
   fmt::print("\n  {:>8} {:>6}  {:>17}  {:>17}  {:>20}\n", "n_heads", "d_k", "parameters", "without biases",
              "score products");
   for (int64_t h = 1; h <= d_model; ++h) {
@@ -91,7 +91,7 @@ void count_parameters(const Input& in) {
                   "add weights, it regroups them. The work of the scores is the same too (n_heads x seq^2 x d_k "
                   "= seq^2 x d_model multiplications). What grows with the heads is the number of attention maps, "
                   "n_heads x seq^2 weights, and what each map can express: one routing decision per head.",
-                  fmt::format("{} heads", n_heads), d_k, d_model,
+                  count_of(n_heads, "head"), d_k, d_model,
                   weight_count + bias_count));
 }
 

@@ -77,7 +77,7 @@ void draw_figures(Figures& figures, const FigureData& d) {
       panels.push_back(p);
     }
     const int panel_px = n <= 4 ? 480 : n <= 16 ? 360 : 240;
-    return plot::heatmap_grid(path, fmt::format("Causal attention in each of {} heads (d_k = {})", n, d.d_k),
+    return plot::heatmap_grid(path, fmt::format("Causal attention in {} (d_k = {})", n == 1 ? "its one head" : "each of " + count_of(n, "head"), d.d_k),
                               int(n / cols), int(cols), panels, panel_px);
   });
 

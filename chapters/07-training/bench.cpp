@@ -217,15 +217,15 @@ void run(int argc, char** argv) {
       if (reached && e >= epochs) break;
     }
     epoch_median = measure::median(t);
-    fmt::print("  one epoch (40 steps + held-out evaluation): median {:.1f} ms wall, {:.1f} ms CPU, over {} epochs\n",
-               1e3 * epoch_median.wall, 1e3 * epoch_median.cpu, t.size());
+    fmt::print("  one epoch (40 steps + held-out evaluation): median {:.1f} ms wall, {:.1f} ms CPU, over {}\n",
+               1e3 * epoch_median.wall, 1e3 * epoch_median.cpu, count_of(int64_t(t.size()), "epoch"));
     fmt::print("  100 epochs, projected: {:.1f} s wall, {:.1f} s CPU\n", 100 * epoch_median.wall,
                100 * epoch_median.cpu);
     if (reached)
       fmt::print("  99% held-out token accuracy: epoch {}, after {:.2f} s wall, {:.2f} s CPU\n", *reached, at_99.wall,
                  at_99.cpu);
     else
-      fmt::print("  99% held-out token accuracy: not reached in {} epochs\n", t.size());
+      fmt::print("  99% held-out token accuracy: not reached in {}\n", count_of(int64_t(t.size()), "epoch"));
   }
 
   // 3. The PyTorch twin, same machine, same moment.

@@ -125,9 +125,9 @@ namespace {
 void print_corpus_title(const CorpusOptions& o, const Corpus& corpus, uint64_t seed) {
   gap();
   fmt::print("Task 2: next-token prediction on {} ({} sentences), d_model {}, 1 layer, batch {}, Adam lr {}, "
-             "attention dropout {}, {} epochs, seed {}\n",
+             "attention dropout {}, {}, seed {}\n",
              shown_path(o.corpus), corpus.sentences.size(), o.corpus_d_model, o.corpus_batch, o.corpus_lr,
-             o.dropout, o.corpus_epochs, seed);
+             o.dropout, count_of(o.corpus_epochs, "epoch"), seed);
 }
 
 // Step "The corpus: predict every next word".
@@ -202,9 +202,10 @@ void step_save_the_models(const CorpusOptions& o, const Corpus& corpus, uint64_t
     Checkpoint ckpt;
     ckpt.config = m.cfg;
     for (int64_t i = 0; i < corpus.vocab.size(); ++i) ckpt.tokens.push_back(corpus.vocab.word(i));
-    ckpt.note = fmt::format("task 2, next-word prediction on {}: {}, {} epochs from seed {}, held-out accuracy "
+    ckpt.note = fmt::format("task 2, next-word prediction on {}: {}, {} from seed {}, held-out accuracy "
                             "{:.2f}% (whole sentence), {:.2f}% (prefix only)",
-                            std::filesystem::path(o.corpus).filename().string(), m.name, o.corpus_epochs, seed,
+                            std::filesystem::path(o.corpus).filename().string(), m.name,
+                            count_of(o.corpus_epochs, "epoch"), seed,
                             m.held_score.percent(), m.prefix_score.percent());
     ckpt.params = m.model->params;
     save_and_verify(ckpt, corpus_checkpoint_path(o.checkpoint_dir, m.tag), *m.model, text_ids, 1);

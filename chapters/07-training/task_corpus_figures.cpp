@@ -34,8 +34,8 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
   const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
   const int H = int(heads);
   figures.draw("corpus_single_head.png", [&](const std::string& path) {
-    return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {} epochs", quoted,
-                                                epochs),
+    return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {}", quoted,
+                                                count_of(epochs, "epoch")),
                               1, 2,
                               {panel(single.untrained[0], stats_title(single.untrained[0], "untrained")),
                                panel(single.trained[0], stats_title(single.trained[0], "trained"))},
@@ -48,8 +48,9 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
       std::vector<plot::Heatmap> panels;
       for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
       for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
-      return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} epochs (bottom)", H,
-                                                  m.cfg.causal ? "causal" : "bidirectional", quoted, epochs),
+      return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} (bottom)", H,
+                                                  m.cfg.causal ? "causal" : "bidirectional", quoted,
+                                                  count_of(epochs, "epoch")),
                                 2, H, panels, 340);
     });
   };
@@ -59,9 +60,9 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
     std::vector<plot::Heatmap> panels;
     for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
     for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
-    return plot::heatmap_grid(path, fmt::format("Trained {} epochs from the same weights: bidirectional (top) reads the "
+    return plot::heatmap_grid(path, fmt::format("Trained {} from the same weights: bidirectional (top) reads the "
                                                 "next word, causal (bottom) cannot",
-                                                epochs),
+                                                count_of(epochs, "epoch")),
                               2, H, panels, 340);
   });
   const auto metric_bars = [&](const std::string& file, const std::string& what, const std::string& ylabel,

@@ -159,8 +159,8 @@ void step_save_checkpoint(const ReversalOptions& o, uint64_t seed, const Reversa
   Checkpoint ckpt;
   ckpt.config = setup.cfg;
   for (int64_t id = 0; id < o.vocab; ++id) ckpt.tokens.push_back(token_label(id));
-  ckpt.note = fmt::format("task 1, reversal of {} tokens: {} epochs from seed {}, held-out token accuracy {:.2f}%",
-                          task.digits, o.epochs, seed, trained.percent());
+  ckpt.note = fmt::format("task 1, reversal of {}: {} from seed {}, held-out token accuracy {:.2f}%",
+                          count_of(task.digits, "token"), count_of(o.epochs, "epoch"), seed, trained.percent());
   ckpt.params = model.params;
   say("A safetensors file, which PyTorch and the Hugging Face tools read: the length of a JSON header that "
       "gives each tensor's name, dtype, shape and place, and holds the configuration, the vocabulary, a note "
