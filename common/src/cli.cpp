@@ -170,6 +170,11 @@ double parse_real(const std::string& flag, const std::string& v, const RealRange
   // A value that float32 rounds onto an end point is that end point in the
   // programs (p = 1 drops everything) while it is printed as less.
   const bool onto_end = (double(as_float) == range.min || double(as_float) == range.max) && double(as_float) != x;
+  if (onto_end && std::isfinite(as_float) && float_above && float_below)  // an end the range includes
+    throw UsageError(fmt::format("{} '{}' is {} in float32, the precision the programs compute in, though it would be "
+                                 "printed as given: give {}, or a value float32 keeps apart from it (about 7 "
+                                 "significant digits)",
+                                 flag, v, as_float, as_float));
   if (!std::isfinite(as_float) || !float_above || !float_below || onto_end)
     throw UsageError(fmt::format("{} must be {}, got '{}', which is {} in float32", flag, describe(range), v, as_float));
   return x == 0 ? 0.0 : x;  // -0 is 0: a program would print "p -0"

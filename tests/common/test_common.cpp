@@ -218,6 +218,22 @@ TEST_CASE("Cli: an optional real stays empty unless given, and is checked like a
     CHECK(std::string(e.what()) == "--dropout must be a number in [0, 1), got '0.99999999999', which is 1 in float32");
   }
   CHECK(parse({"--dropout", "0.9999999"}) == 0.9999999);  // 0.99999988 in float32: still below 1
+
+  // With the end included ([0, 1], as chapter 6's --p), 1 is allowed: the
+  // message says that the value is 1 where the program computes, not that
+  // it is out of range.
+  const auto parse_p = [](std::vector<std::string> words) {
+    Cli cli("00-test", "test");
+    double p = 0.1;
+    cli.add("--p", &p, "p", RealRange{0.0, 1.0});
+    Args a(std::move(words));
+    cli.parse(a.argc(), a.argv());
+    return p;
+  };
+  CHECK(parse_p({"--p", "1"}) == 1.0);
+  CHECK_THROWS_WITH(parse_p({"--p", "0.99999999999"}),
+                    "--p '0.99999999999' is 1 in float32, the precision the programs compute in, though it would be "
+                    "printed as given: give 1, or a value float32 keeps apart from it (about 7 significant digits)");
 }
 
 TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][cli]") {
