@@ -75,8 +75,7 @@ void run(int argc, char** argv) {
   step(11, "Follow one token from its word to its attention output");
   const TokenPath path = show_token_path(o, text, E, pos, proj.qkv, scores);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, o, tokens, scores, similarity, path);
   figures.summary();
   fmt::print("Next: chapter 2 divides these scores by sqrt(d_k) and measures why.\n");

@@ -68,8 +68,7 @@ void run(int argc, char** argv) {
   step(7, "Length against angle: q . k = |q| |k| cos(theta)");
   const Geometry geometry = show_dot_product_geometry(ex.qkv, tokens);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, o, tokens, scaled, m, hist.raw, hist.scaled, hist_d_k, geometry);
   figures.summary();
   fmt::print("Next: chapter 3 turns the scaled scores into attention weights with softmax.\n");

@@ -82,8 +82,7 @@ void run(int argc, char** argv) {
   step(11, "Without softmax: nothing keeps the output's size");
   show_without_softmax(cli.seed);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, o, tokens, weights, entropy, temperatures, norms);
   figures.summary();
   fmt::print("Next: chapter 4 runs several of these attentions side by side (multi-head).\n");

@@ -86,8 +86,7 @@ void run(int argc, char** argv) {
   step(14, fmt::format("A batch of {} sequence{}", o.batch, o.batch == 1 ? "" : "s"));
   batch_of_sequences(gen, in, o, mh);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, o, tokens, mh.weights, stats, cross.weights);
   figures.summary();
   fmt::print("Next: chapter 5 hides the future from every head with a causal mask.\n");

@@ -82,8 +82,7 @@ void run(int argc, char** argv) {
   step(9, "A query that may see nothing");
   query_that_sees_nothing(ex, causal);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, fig);
   figures.summary();
   fmt::print("Next: chapter 6 drops attention weights at random while training (dropout).\n");

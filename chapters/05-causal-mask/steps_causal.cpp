@@ -208,7 +208,8 @@ void multi_head_causal(const Example& ex, const Options& o, const Mask& causal, 
     double mean_h = 0;
     for (double x : H) mean_h += x / double(seq_len);
     fmt::print("  {:>6}  {:>14g}  {:>14}  {:>12}  {:>12.4f}  {:>10.4f}\n", h, upper_sum(w),
-               w(0, 0) == 1.0f ? "[1, 0, ...]" : "not one-hot", ok ? "yes" : "no", mean_h, focus(w));
+               w(0, 0) != 1.0f ? "not one-hot" : seq_len == 1 ? "[1]" : seq_len == 2 ? "[1, 0]" : "[1, 0, ...]",
+               ok ? "yes" : "no", mean_h, focus(w));
   }
   if (shown_heads < o.n_heads) fmt::print("  ... ({} more heads)\n", o.n_heads - shown_heads);
   {

@@ -68,8 +68,7 @@ void run(int argc, char** argv) {
   step(8, "The edges: p = 0, p = 1, and p outside [0, 1]");
   the_edges(ex, cli.seed);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_figures(figures, o, ex, draw, coarse, sweep, curve);
   figures.summary();
   fmt::print("Next: chapter 7 trains a tiny transformer, every backward pass by hand. Its corpus models train\n"

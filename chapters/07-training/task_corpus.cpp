@@ -247,8 +247,7 @@ void run_corpus(const CorpusOptions& o, const CorpusInput& input, const Cli& cli
   next_step("Save the three models");
   step_save_the_models(o, corpus, cli.seed, models, text_ids, labels);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_corpus_figures(figures, o.corpus_heads, o.corpus_epochs, corpus, split, labels, quoted, n, models);
 }
 

@@ -211,8 +211,7 @@ void run_reversal(const ReversalOptions& o, const Cli& cli, Figures& figures, St
   next_step("Three ways to say where a token is");
   const std::vector<PositionRun> position_runs = step_position_encodings(o, cli.seed, setup, train, test);
 
-  gap();
-  fmt::print("Drawing figures\n");
+  figures.heading();
   draw_reversal_figures(figures, o, model, test, T, D, untrained_panels, history, learned.heads);
   draw_ablation_and_position_figures(figures, o.vocab, learned.trained, learned.ablations, position_runs);
 }

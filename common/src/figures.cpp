@@ -16,6 +16,10 @@ void Figures::draw(const std::string& file, const std::function<std::string(cons
   fmt::print("  figure: {}\n", shown_path(written));
 }
 
+void Figures::heading() const {
+  if (enabled_) fmt::print("\nDrawing figures\n");
+}
+
 void Figures::summary() const {
   if (!enabled_)
     fmt::print("\nFigures: not drawn (--no-plots).\n");

@@ -17,6 +17,10 @@ class Figures {
   // returned (empty when gnuplot is missing). Prints "  figure: <path>".
   void draw(const std::string& file, const std::function<std::string(const std::string&)>& draw);
 
+  // Before a chapter's figures: a blank line and "Drawing figures", when
+  // there are figures to draw (with --no-plots, nothing).
+  void heading() const;
+
   // Printed at the end of a chapter: how many figures, and where.
   void summary() const;
 
