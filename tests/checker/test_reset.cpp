@@ -54,6 +54,47 @@ TEST_CASE("reset: a written function is its stub again, the reader's kept in sav
   CHECK(reset(tree, {"1", "shift"}) == "shift is already its stub: nothing to reset\n");
 }
 
+TEST_CASE("reset: a file saved with CRLF line ends keeps them, and the function before stays whole", "[checker]") {
+  // (The scanner once took a '\r' after a closing brace for the start of the
+  // next definition, and reset cut that brace away.)
+  const ScratchTree tree("exercise_tree");
+  std::string crlf;
+  for (char c : tree.read(kMine)) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  tree.write(kMine, crlf);
+  CHECK(reset(tree, {"1", "shift"}) ==
+        "shift in exercises/01-demo/demo.cpp is its stub again.\n"
+        "Your version is kept in exercises/01-demo/saved/shift.20260126-142501.cpp.\n");
+  const std::string after = tree.read(kMine);
+  CHECK(after.find("SA_TODO(\"shift\", \"add one\");\r\n}\r\n\r\ndouble unhinted(double x) {\r\n") !=
+        std::string::npos);
+  CHECK(after.find("namespace sa {\r\n\r\ndouble shift") != std::string::npos);
+  // Every line end is CRLF: no lone '\n' was mixed in.
+  for (size_t i = 0; i < after.size(); ++i)
+    if (after[i] == '\n') REQUIRE((i > 0 && after[i - 1] == '\r'));
+  // And the stub, CRLF or not, counts as the stub.
+  CHECK(reset(tree, {"1", "shift"}) == "shift is already its stub: nothing to reset\n");
+}
+
+TEST_CASE("reset: the reader's version is kept or nothing changes, and two resets in one second keep both",
+          "[checker]") {
+  const ScratchTree tree("exercise_tree");
+  const std::string before = tree.read(kMine);
+  // saved/ is a file: the version cannot be kept, so the function stays.
+  std::filesystem::create_directories(tree.root / "exercises" / "01-demo");
+  tree.write("exercises/01-demo/saved", "a file where the folder goes");
+  CHECK_THROWS_WITH(reset(tree, {"1", "shift"}),
+                    "reset: cannot keep your version of shift in exercises/01-demo/saved/shift.20260126-142501.cpp (is "
+                    "exercises/01-demo/saved/ a writable folder?); nothing was reset");
+  CHECK(tree.read(kMine) == before);
+  std::filesystem::remove(tree.root / "exercises" / "01-demo" / "saved");
+  // Reset, write it again, reset within the same second: two kept versions.
+  CHECK(reset(tree, {"1", "shift"}).find("saved/shift.20260126-142501.cpp") != std::string::npos);
+  tree.write(kMine, before);
+  CHECK(reset(tree, {"1", "shift"}).find("saved/shift.20260126-142501-2.cpp") != std::string::npos);
+  CHECK(tree.read("exercises/01-demo/saved/shift.20260126-142501.cpp").find("x + 1") != std::string::npos);
+  CHECK(tree.read("exercises/01-demo/saved/shift.20260126-142501-2.cpp").find("x + 1") != std::string::npos);
+}
+
 TEST_CASE("reset: a deleted function comes back after the one before it that is still there", "[checker]") {
   const ScratchTree tree("exercise_tree");
   CHECK(reset(tree, {"01", "scale"}) == "scale in exercises/01-demo/demo.cpp is its stub again.\n");

@@ -181,7 +181,13 @@ std::vector<FunctionDefinition> functions_in(const std::string& source) {
   Scanner scanner;
   std::istringstream in(source);
   int number = 0;
-  for (std::string line; std::getline(in, line);) scanner.line(line, ++number);
+  for (std::string line; std::getline(in, line);) {
+    // A file saved with CRLF line ends scans as the same file with LF: the
+    // '\r' would start the next definition's head on the line of the last
+    // one's closing brace, and make a stub's body differ from itself.
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    scanner.line(line, ++number);
+  }
   return scanner.functions;
 }
 

@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
     std::cout.flush();
     std::cerr << "book: " << refusal.what() << std::endl;
     return 2;
+  } catch (const std::exception& e) {
+    // (a file the command reads or writes that is a folder, or unreadable:
+    // one line, not an abort)
+    std::cout.flush();
+    std::cerr << "book: " << command << ": " << e.what() << std::endl;
+    return 2;
   }
   return 0;
 }

@@ -74,6 +74,37 @@ std::string with_exercise_header(const std::string& text) {
   return text.substr(0, after) + newline + header + "\n" + text.substr(after);
 }
 
+// The stub's text with the line ends of the reader's file: a file saved
+// with CRLF (an editor on Windows) gets CRLF back, not a mix.
+std::string with_line_ends_of(const std::vector<std::string>& mine_lines, const std::string& text) {
+  if (mine_lines.empty() || !mine_lines.front().ends_with("\r\n")) return text;
+  std::string crlf;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n' && (i == 0 || text[i - 1] != '\r')) crlf += '\r';
+    crlf += text[i];
+  }
+  return crlf;
+}
+
+// Writes `text` to `path` and says whether every byte reached the file.
+bool write_whole(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  return !file.fail();
+}
+
+// Where the reader's version is kept: saved/NAME.STAMP.cpp, or with -2, -3,
+// ... when a reset in the same second kept one there already.
+std::string saved_name(const fs::path& root, const std::string& chapter, const std::string& name,
+                       const std::string& stamp) {
+  const std::string base = "exercises/" + chapter + "/saved/" + name + "." + stamp;
+  std::string candidate = base + ".cpp";
+  std::error_code ec;
+  for (int k = 2; fs::exists(root / candidate, ec); ++k) candidate = base + "-" + std::to_string(k) + ".cpp";
+  return candidate;
+}
+
 }  // namespace
 
 std::string reset_stamp() {
@@ -100,9 +131,11 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   const fs::path mine = root / relative_mine;
   const fs::path stub = root / "tests" / "stubs" / chapter / function.file;
 
+  std::error_code ec;
   if (!fs::is_regular_file(mine)) {
-    fs::create_directories(mine.parent_path());
-    fs::copy_file(stub, mine, fs::copy_options::overwrite_existing);
+    fs::create_directories(mine.parent_path(), ec);
+    if (!ec) fs::copy_file(stub, mine, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Refusal("reset: cannot restore " + relative_mine + " from its stub: " + ec.message());
     out << relative_mine << " was missing: restored it whole from its stub\n";
     return;
   }
@@ -116,13 +149,19 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   const std::vector<FunctionDefinition> mine_functions = functions_of_file(mine),
                                         stub_functions = functions_of_file(stub);
   const FunctionDefinition& from_stub = *definition(stub_functions, name);  // (exercise_named found it there)
-  const std::string stub_text = line_range(stub_lines, from_stub.first_line, from_stub.last_line);
+  const std::string stub_text =
+      with_line_ends_of(mine_lines, line_range(stub_lines, from_stub.first_line, from_stub.last_line));
   std::string fresh, saved;
   if (state == FunctionState::written) {
     const FunctionDefinition& written = *definition(mine_functions, name);
-    fs::create_directories(root / "exercises" / chapter / "saved");
-    saved = "exercises/" + chapter + "/saved/" + name + "." + stamp + ".cpp";
-    std::ofstream(root / saved, std::ios::binary) << line_range(mine_lines, written.first_line, written.last_line);
+    // The reader's version is kept first; if it cannot be, nothing changes.
+    fs::create_directories(root / "exercises" / chapter / "saved", ec);
+    saved = saved_name(root, chapter, name, stamp);
+    if (ec || !write_whole(root / saved, line_range(mine_lines, written.first_line, written.last_line))) {
+      fs::remove(root / saved, ec);
+      throw Refusal("reset: cannot keep your version of " + name + " in " + saved +
+                    " (is exercises/" + chapter + "/saved/ a writable folder?); nothing was reset");
+    }
     fresh = line_range(mine_lines, 1, written.first_line - 1) + stub_text +
             line_range(mine_lines, written.last_line + 1, int(mine_lines.size()));
   } else {
@@ -134,8 +173,13 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   }
   // (written beside it, then renamed: an interrupted reset leaves the file whole)
   const fs::path next = mine.string() + ".new";
-  std::ofstream(next, std::ios::binary) << with_exercise_header(fresh);
-  fs::rename(next, mine);
+  const bool written_next = write_whole(next, with_exercise_header(fresh));
+  if (written_next) fs::rename(next, mine, ec);
+  if (!written_next || ec) {
+    fs::remove(next, ec);
+    throw Refusal("reset: cannot write " + relative_mine + " (is it writable?); it is unchanged" +
+                  (saved.empty() ? std::string() : ", and your version is also kept in " + saved));
+  }
   out << name << " in " << relative_mine << " is its stub again.\n";
   if (!saved.empty()) out << "Your version is kept in " << saved << ".\n";
 }
