@@ -1,8 +1,11 @@
 #include "case_runner.hpp"
 
 #include "case_record.hpp"
+#include "crash_words.hpp"
+#include "read_file.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -68,6 +71,10 @@ Running start_case(const fs::path& suite, const std::string& test, size_t index,
       const rlimit cap{bytes, bytes};
       setrlimit(RLIMIT_AS, &cap);
     }
+    // A print inside an endless loop must not fill the disk: past
+    // kOutputLimitBytes a write ends the process with SIGXFSZ.
+    const rlimit file_cap{rlim_t(kOutputLimitBytes), rlim_t(kOutputLimitBytes)};
+    setrlimit(RLIMIT_FSIZE, &file_cap);
     const int out = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int nothing = open("/dev/null", O_RDONLY);
     if (out >= 0) {
@@ -122,36 +129,113 @@ std::string catch2_spec(const std::string& test_name) {
   return spec;
 }
 
-std::string capture_output(const std::vector<std::string>& words) {
+Captured capture_output(const std::vector<std::string>& words, int timeout_seconds, long memory_kb,
+                        const fs::path& errors) {
+  using namespace std::chrono_literals;
+  Captured result;
   std::vector<std::string> args = words;
   std::vector<char*> argv = pointers(args);
+  const std::string error_file = errors.string();
   int pipe_ends[2];
-  if (pipe(pipe_ends) != 0) return "";
+  if (pipe(pipe_ends) != 0) return result;
   const pid_t pid = fork();
   if (pid == 0) {
+    if (memory_kb > 0) {
+      const rlimit cap{rlim_t(memory_kb) * 1024, rlim_t(memory_kb) * 1024};
+      setrlimit(RLIMIT_AS, &cap);
+    }
     dup2(pipe_ends[1], STDOUT_FILENO);
-    const int nothing = open("/dev/null", O_WRONLY);
-    if (nothing >= 0) dup2(nothing, STDERR_FILENO);
+    const int err = error_file.empty() ? open("/dev/null", O_WRONLY) : open(error_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err >= 0) dup2(err, STDERR_FILENO);
+    const int nothing = open("/dev/null", O_RDONLY);
+    if (nothing >= 0) dup2(nothing, STDIN_FILENO);  // (code that reads stdin gets end of file, not the terminal)
     close(pipe_ends[0]);
     close(pipe_ends[1]);
     execv(argv[0], argv.data());
     _exit(127);
   }
   close(pipe_ends[1]);
-  std::string text;
+  if (pid < 0) {
+    close(pipe_ends[0]);
+    return result;
+  }
+  // Read until the end of the output or the time limit, whichever comes
+  // first, and no more than kOutputLimitBytes; then wait for the exit
+  // within the same limit.
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_seconds);
+  const auto left_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  };
   char buffer[4096];
-  for (ssize_t n; (n = read(pipe_ends[0], buffer, sizeof buffer)) > 0;) text.append(buffer, size_t(n));
+  bool too_much = false;
+  while (true) {
+    if (left_ms() <= 0) {
+      result.timed_out = true;
+      break;
+    }
+    pollfd ready{pipe_ends[0], POLLIN, 0};
+    const int got = poll(&ready, 1, int(std::min<long long>(left_ms(), 1000)));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    if (got == 0) continue;
+    const ssize_t n = read(pipe_ends[0], buffer, sizeof buffer);
+    if (n <= 0) break;  // the end of its output
+    result.text.append(buffer, size_t(n));
+    if ((too_much = result.text.size() > size_t(kOutputLimitBytes))) break;
+  }
   close(pipe_ends[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return text;
+  int status = 0;
+  while (!result.timed_out && !too_much && waitpid(pid, &status, WNOHANG) == 0) {
+    if (left_ms() <= 0) result.timed_out = true;
+    else std::this_thread::sleep_for(5ms);
+  }
+  if (result.timed_out || too_much) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  result.status = status;
+  result.finished = !result.timed_out;
+  return result;
 }
 
-std::vector<std::string> list_test_cases(const fs::path& suite) {
-  std::vector<std::string> names;
-  std::istringstream lines(capture_output({suite.string(), "--list-test-names-only"}));
+Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::path& scratch) {
+  const fs::path errors = scratch / "list.err";
+  const Captured c = capture_output({suite.string(), "--list-test-names-only"}, limits.timeout_seconds,
+                                    limits.memory_kb, errors);
+  Listing listing;
+  // (what runs before a suite's main() is the reader's code too: a global
+  // object's constructor, a static variable's initializer)
+  const std::string before_main = "code that runs before main() (a global object's constructor, or a static "
+                                  "variable's initializer, in the exercises?)";
+  if (c.timed_out) {
+    listing.problem = "timed out after " + std::to_string(limits.timeout_seconds) + " s before any test started: " +
+                      before_main + " never returned";
+    listing.status = Status::timeout;
+    return listing;
+  }
+  // (stopped with SIGKILL once past the limit)
+  if (c.text.size() > size_t(kOutputLimitBytes)) {
+    listing.problem = std::string(kCrashed) + " printed more than " + std::to_string(kOutputLimitBytes >> 20) +
+                      " MiB before any test started: " + before_main;
+    return listing;
+  }
+  // (Catch2 exits with the number of tests it listed: only a signal, an
+  // uncaught exception's abort among them, says something went wrong.)
+  if (WIFSIGNALED(c.status)) {
+    const std::string err = read_file(errors);
+    static const std::string kTerminate = "terminate called after throwing an instance of '";
+    std::string why = signal_sentence(WTERMSIG(c.status));
+    if (const auto at = err.find(kTerminate); at != std::string::npos) {
+      const auto end = err.find('\'', at + kTerminate.size());
+      why = uncaught_exception_sentence(err.substr(at + kTerminate.size(), end - at - kTerminate.size()));
+    }
+    listing.problem = why + " before any test started: " + before_main;
+    return listing;
+  }
+  std::istringstream lines(c.text);
   for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) names.push_back(line);
-  return names;
+    if (!line.empty()) listing.names.push_back(line);
+  return listing;
 }
 
 std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::string>& tests, Limits& limits,

@@ -36,11 +36,27 @@ long memory_share_kb(int jobs);
 // spec as syntax: escaped, a name selects exactly its test case.
 std::string catch2_spec(const std::string& test_name);
 
-// The suite's test cases in its own order (--list-test-names-only).
-std::vector<std::string> list_test_cases(const std::filesystem::path& suite);
+// The suite's test cases in its own order (--list-test-names-only), or
+// why it could not list them: the listing runs the reader's code that runs
+// before main() (a global object's constructor), so it has the time,
+// memory and output limits of a test case, and no terminal to read.
+struct Listing {
+  std::vector<std::string> names;
+  std::string problem;            // empty when listed
+  Status status = Status::crash;  // with a problem: crash, or timeout
+};
+Listing list_test_cases(const std::filesystem::path& suite, const Limits& limits,
+                        const std::filesystem::path& scratch);
 
-// Runs `args` and returns what it printed on stdout (stderr is dropped).
-std::string capture_output(const std::vector<std::string>& args);
+// What `args` printed on stdout (stderr goes to `errors`, or is dropped
+// when it is empty), within `timeout_seconds` and kOutputLimitBytes.
+struct Captured {
+  std::string text;
+  bool finished = false, timed_out = false;
+  int status = 0;  // the wait status
+};
+Captured capture_output(const std::vector<std::string>& args, int timeout_seconds, long memory_kb,
+                        const std::filesystem::path& errors);
 
 // Runs every named test case of `suite`, limits.jobs at a time, scratch
 // files in `scratch`; results in the order of `tests`.

@@ -2,6 +2,7 @@
 
 #include "crash_words.hpp"
 
+#include <csignal>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -163,6 +164,9 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   if (end.timed_out) {
     result.status = Status::timeout;
     why = "timed out after " + std::to_string(end.limit_seconds) + " s (an endless loop?)";
+  } else if (!end.exited && end.signal == SIGXFSZ) {
+    why = std::string(kCrashed) + " wrote more than " + std::to_string(kOutputLimitBytes >> 20) +
+          " MiB of output and was stopped (a print inside a loop?)";
   } else if (!end.exited && end.signal == 9) {
     // A SIGKILL check did not send: the kernel's out-of-memory killer.
     why = std::string(kCrashed) + " killed by SIGKILL before the time limit (out of memory? a matrix far too large?)";
@@ -177,7 +181,8 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   } else if (!end.exited) {
     why = signal_sentence(end.signal);
   } else if (end.output.find("No test cases matched") != std::string::npos) {
-    why = "the suite could not select this test case (a book bug)";
+    why = "the suite has no test of this name: a line printed as the suite started (by a global object's "
+          "constructor in the exercises?) was taken for a test's name, or it is a book bug";
   } else {
     why = std::string(kCrashed) + " exited early with exit status " + std::to_string(end.exit_status) +
           " (exit() inside the exercise?)";

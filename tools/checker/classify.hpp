@@ -34,6 +34,11 @@ struct CaseEnd {
   std::string output;        // stdout and stderr, interleaved
 };
 
+// The most a test process may write (its output file, and what is read of
+// a suite's list of tests): a print inside an endless loop wrote 8 GB in
+// 17 s. Past it a write ends the process with SIGXFSZ.
+inline constexpr long kOutputLimitBytes = 16L << 20;
+
 CaseResult classify(const std::string& test, const CaseEnd& end);
 
 // What a failed Eigen check means, in the words of the code a reader writes

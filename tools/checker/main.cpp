@@ -195,7 +195,19 @@ int check_once(const Options& o) {
       const fs::path suite = kBuild / "tests" / ("test_" + chapter.chapter.substr(0, 2) + "_exercises");
       const fs::path cases = scratch / chapter.chapter;
       fs::create_directories(cases);
-      chapter.results = run_suite(suite, list_test_cases(suite), limits, cases);
+      const Listing listing = list_test_cases(suite, limits, cases);
+      if (listing.problem.empty()) {
+        chapter.results = run_suite(suite, listing.names, limits, cases);
+      } else {
+        // The reader's code broke the suite before its first test: one
+        // result says so, where the tests would have been.
+        CaseResult start;
+        start.status = listing.status;
+        start.test = "the suite's start, before any test";
+        start.message = listing.problem;
+        chapter.results = {start};
+        if (listing.status == Status::timeout) limits.one_hung = true;
+      }
       if (const fs::path record = record_folder(); !record.empty())
         std::ofstream(record / (chapter.chapter + ".results")) << results_record(chapter.results);
     }

@@ -1,0 +1,102 @@
+// How book-check runs the reader's code (tools/checker/case_runner.cpp):
+// the suite's list of tests, which runs the code before main(), under the
+// same limits as a test case; and a test case's output, capped. Shell
+// scripts stand in for a suite whose reader's code hangs, throws or prints
+// without end.
+#include "case_runner.hpp"
+#include "classify.hpp"
+#include "crash_words.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace sa::check;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder, and in it an executable script `suite` with this body.
+struct FakeSuite {
+  fs::path dir, path;
+  explicit FakeSuite(const std::string& body) {
+    static int made = 0;
+    dir = fs::temp_directory_path() / ("book-check-runner-" + std::to_string(::getpid()) + "-" + std::to_string(++made));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    path = dir / "suite";
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(path, fs::perms::owner_all);
+  }
+  ~FakeSuite() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
+Limits limits_of(int seconds) {
+  Limits l;
+  l.timeout_seconds = seconds;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("the list of tests: names, one a line", "[checker]") {
+  const FakeSuite suite("printf 'first test\\nsecond: with [brackets]\\n'");
+  const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+  CHECK(listing.problem.empty());
+  CHECK(listing.names == std::vector<std::string>{"first test", "second: with [brackets]"});
+}
+
+TEST_CASE("the list of tests: reader's code before main() that hangs, throws, crashes or reads the terminal",
+          "[checker]") {
+  SECTION("an endless loop: the time limit, not a check that never ends") {
+    const FakeSuite suite("sleep 30");
+    const Listing listing = list_test_cases(suite.path, limits_of(1), suite.dir);
+    CHECK(listing.status == Status::timeout);
+    CHECK(listing.problem ==
+          "timed out after 1 s before any test started: code that runs before main() (a global object's "
+          "constructor, or a static variable's initializer, in the exercises?) never returned");
+  }
+  SECTION("an exception: named by its type") {
+    const FakeSuite suite(
+        "echo \"terminate called after throwing an instance of 'std::runtime_error'\" >&2; kill -ABRT $$");
+    const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+    CHECK(listing.status == Status::crash);
+    CHECK(listing.problem ==
+          "crashed: uncaught exception of type std::runtime_error before any test started: code that runs before "
+          "main() (a global object's constructor, or a static variable's initializer, in the exercises?)");
+  }
+  SECTION("a crash: named by its signal") {
+    const FakeSuite suite("kill -SEGV $$");
+    const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+    CHECK(listing.problem.starts_with(signal_sentence(SIGSEGV) + " before any test started"));
+  }
+  SECTION("reading stdin gets the end of the input at once, not the terminal") {
+    const FakeSuite suite("read line; echo \"read: [$line]\"");
+    const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+    CHECK(listing.problem.empty());
+    CHECK(listing.names == std::vector<std::string>{"read: []"});
+  }
+}
+
+TEST_CASE("output without end is cut: a listing that prints past the limit, a test case stopped by SIGXFSZ",
+          "[checker]") {
+  const FakeSuite suite("yes 'a line printed in a loop'");
+  const Listing listing = list_test_cases(suite.path, limits_of(20), suite.dir);
+  CHECK(listing.problem ==
+        "crashed: printed more than 16 MiB before any test started: code that runs before main() (a global "
+        "object's constructor, or a static variable's initializer, in the exercises?)");
+
+  CaseEnd end;
+  end.exited = false;
+  end.signal = SIGXFSZ;
+  end.report = "start\tt\tfocus\n";
+  CHECK(classify("t", end).message ==
+        "crashed: wrote more than 16 MiB of output and was stopped (a print inside a loop?), in focus");
+}
