@@ -11,6 +11,15 @@ function(sa_add_chapter number name)
   set(chapter ${number}-${name})
   foreach(track solutions exercises)
     file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${track}/${chapter}/*.cpp)
+    if(NOT sources)
+      # A reader who deleted a chapter's exercise files: the library gets an
+      # empty file instead, so that the tree still configures and `./book
+      # reset` (which must be built) can put them back; `./book check` says
+      # which file is missing.
+      set(placeholder ${PROJECT_BINARY_DIR}/missing/${track}-${chapter}.cpp)
+      file(WRITE ${placeholder} "// ${track}/${chapter}/ holds no .cpp file: see ./book reset\n")
+      set(sources ${placeholder})
+    endif()
     add_library(sa_${number}_${track} STATIC ${sources})
     target_include_directories(sa_${number}_${track} PUBLIC ${PROJECT_SOURCE_DIR}/chapters)
     target_link_libraries(sa_${number}_${track} PUBLIC sa_common)

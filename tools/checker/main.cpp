@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -167,9 +168,26 @@ int check_once(const Options& o) {
     refuse("check: cannot make a scratch folder in " + fs::temp_directory_path().string());
   const fs::path scratch = scratch_template;
   const int jobs = processors();
-  const std::map<std::string, std::string> broken =
+  std::map<std::string, std::string> broken =
       build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
                    isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
+  // An exercise file the reader deleted: the chapter still builds
+  // (cmake/Chapters.cmake), but its suite cannot link, and the linker's
+  // words would name a hidden file. Say which file, and how to get it back.
+  for (const std::string& chapter : build) {
+    std::vector<std::string> missing;
+    std::error_code ignored;
+    for (const auto& stub : fs::directory_iterator(kRoot / "tests" / "stubs" / chapter, ignored))
+      if (stub.path().extension() == ".cpp" && !fs::exists(kRoot / "exercises" / chapter / stub.path().filename()))
+        missing.push_back("exercises/" + chapter + "/" + stub.path().filename().string());
+    std::sort(missing.begin(), missing.end());
+    if (!missing.empty())
+      broken[chapter] = missing.front() + (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) +
+                                                                   " more of the chapter's files)"
+                                                             : std::string()) +
+                        " is missing: ./book reset " + std::to_string(std::stoi(chapter.substr(0, 2))) +
+                        " FUNCTION puts one of its functions back, and the whole file with it";
+  }
   progress << "Exercises: your implementations in exercises/ against the hidden suites (time limit "
            << o.timeout_seconds << " s a test)\n"
            << std::endl;
