@@ -186,5 +186,15 @@ grep -qF 'crashed: exited early with exit status 0 (exit() inside the exercise?)
   [ "$(grep -c 'crashed: exited early' "$WORK/out5")" -eq 2 ] ||  # the group's message and Fix:'s
   fail "every test case that reached exit() in causal_mask must say 'in causal_mask', in one group: $(cat "$WORK/out5")"
 
+# A deleted exercise file: check names it, and reset (which must still
+# build) puts it back.
+rm "$B/exercises/05-causal-mask/mask.cpp"
+"$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
+grep -qF 'exercises/05-causal-mask/mask.cpp is missing: ./book reset 5 FUNCTION puts one of its functions back' \
+  "$WORK/out5" || fail "check 5 without mask.cpp must name the missing file: $(tail -5 "$WORK/out5")"
+"$B/book" reset 5 causal_mask >"$WORK/reset5" 2>&1 || true
+cmp -s "$B/exercises/05-causal-mask/mask.cpp" "$ROOT/tests/stubs/05-causal-mask/mask.cpp" ||
+  fail "reset 5 causal_mask must restore the deleted mask.cpp from its stub: $(cat "$WORK/reset5")"
+
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "the exercise loop survived every injected mistake"
