@@ -60,7 +60,13 @@ TEST_CASE("the polling fingerprint changes when a file does", "[checker]") {
   const std::string after = sa::check::folder_stamp(folder);
   std::ofstream(folder / "03-softmax" / "new.cpp") << "\n";
   const std::string added = sa::check::folder_stamp(folder);
+  // What is not code, and reset's saved/ copies, leave it as it was.
+  std::ofstream(folder / "03-softmax" / "dump.txt") << "written by a test\n";
+  fs::create_directories(folder / "03-softmax" / "saved");
+  std::ofstream(folder / "03-softmax" / "saved" / "focus.20260101-000000.cpp") << "\n";
+  const std::string other_files = sa::check::folder_stamp(folder);
   fs::remove_all(folder);
   CHECK(after != before);
   CHECK(added != after);
+  CHECK(other_files == added);
 }

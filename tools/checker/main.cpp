@@ -271,8 +271,12 @@ extern "C" void on_stop(int) { stop_watching = true; }
       continue;
     }
     std::cout << "Watching exercises/ for changes (Ctrl-C to stop)..." << std::endl;
-    wait_for_change(exercises, stop_watching);
-    if (stop_watching) stopped();
+    // (a file that is not code, written under exercises/, wakes the
+    // watcher but checks nothing again)
+    do {
+      wait_for_change(exercises, stop_watching);
+      if (stop_watching) stopped();
+    } while (folder_stamp(exercises) == stamp);
   }
 }
 

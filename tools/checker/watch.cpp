@@ -43,11 +43,17 @@ bool wait_with_inotify(const fs::path& folder, const std::atomic<bool>& stop) {
 }  // namespace
 
 std::string folder_stamp(const fs::path& folder) {
+  // Only the code: a test that writes a file under exercises/ (a log, a
+  // matrix dump) or reset's saved/ copies must not start another check,
+  // which would write it again, for ever.
+  static const std::vector<std::string> kCode = {".cpp", ".cc", ".cxx", ".hpp", ".h", ".hh"};
   std::vector<std::string> lines;
   std::error_code ignored;
   for (auto it = fs::recursive_directory_iterator(folder, ignored); it != fs::recursive_directory_iterator();
        it.increment(ignored)) {
-    if (!it->is_regular_file(ignored)) continue;
+    if (it->is_directory(ignored) && it->path().filename() == "saved") it.disable_recursion_pending();
+    const std::string extension = it->path().extension().string();
+    if (!it->is_regular_file(ignored) || std::find(kCode.begin(), kCode.end(), extension) == kCode.end()) continue;
     std::ostringstream line;
     line << it->path().string() << ' ' << it->last_write_time(ignored).time_since_epoch().count() << ' '
          << it->file_size(ignored);

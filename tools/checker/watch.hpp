@@ -8,8 +8,10 @@
 
 namespace sa::check {
 
-// A fingerprint of every file under `folder`: names, sizes and times. Taken
-// before and after a check, it tells a save made while the check ran.
+// A fingerprint of every code file (.cpp, .hpp, .h, ...) under `folder`,
+// saved/ left out: names, sizes and times. Taken before and after a check,
+// it tells a save made while the check ran; after an event, whether the
+// code changed at all.
 std::string folder_stamp(const std::filesystem::path& folder);
 
 // Returns once something under `folder` was written, created, deleted or
