@@ -14,8 +14,18 @@ using sa::check::Status;
 TEST_CASE("a segfault Catch2 caught (FatalErrorCondition) is named, in the function that crashed", "[checker]") {
   const auto r = replay("segfault.case");
   CHECK(r.status == Status::crash);
-  CHECK(r.message == "crashed: segmentation fault (an index outside a matrix or vector?), in focus");
+  CHECK(r.message == "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in focus");
   CHECK(r.function == "focus");
+}
+
+TEST_CASE("a stack overflow (a recursion without its base case) is a segfault that says so", "[checker]") {
+  // (recorded: scaled_scores calling a helper that calls itself, row + 1,
+  // with no end; Catch2 caught the SIGSEGV on its own stack)
+  const auto r = replay("stack_overflow.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message ==
+        "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in "
+        "scaled_scores");
 }
 
 TEST_CASE("a hang is a time-out, in the function that never returned", "[checker]") {
@@ -91,7 +101,7 @@ TEST_CASE("the ends no listener could report", "[checker]") {
     end.exited = false;
     end.signal = SIGSEGV;
     CHECK(sa::check::classify("t", end).message ==
-          "crashed: segmentation fault (an index outside a matrix or vector?), in softmax_rows");
+          "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in softmax_rows");
   }
   SECTION("an abort with glibc's words about the heap") {
     end.exited = false;

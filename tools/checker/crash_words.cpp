@@ -12,9 +12,10 @@ struct SignalWords {
 };
 
 // (SIGTERM is check's time limit: the checker reports that as a time-out,
-// whatever the listener wrote.)
+// whatever the listener wrote. A stack overflow is a SIGSEGV too: a
+// recursive helper without its base case ends there, not in a time-out.)
 constexpr SignalWords kSignals[] = {
-    {SIGSEGV, "SIGSEGV", "segmentation fault (an index outside a matrix or vector?)"},
+    {SIGSEGV, "SIGSEGV", "segmentation fault (an index outside a matrix or vector, or a recursion that never ends?)"},
     {SIGABRT, "SIGABRT", "abort (an assert or abort() failed)"},
     {SIGFPE, "SIGFPE", "floating-point exception (an integer division by zero?)"},
     {SIGBUS, "SIGBUS", "bus error"},

@@ -17,7 +17,8 @@ inline constexpr std::string_view kNotImplemented = "not implemented yet:";
 inline constexpr std::string_view kCrashed = "crashed:";
 
 // A signal by number: "crashed: segmentation fault (an index outside a
-// matrix or vector?)", ..., "crashed: killed by signal 7" for the rest.
+// matrix or vector, or a recursion that never ends?)", ..., "crashed:
+// killed by signal 7" for the rest.
 std::string signal_sentence(int signal);
 
 // A signal as Catch2's fatal-condition handler names it ("SIGSEGV -
