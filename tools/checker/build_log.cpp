@@ -2,6 +2,7 @@
 
 #include "build_progress.hpp"
 #include "case_record.hpp"
+#include "read_file.hpp"
 
 #include <sys/wait.h>
 
@@ -48,6 +49,133 @@ std::string at_most(const std::string& line, size_t limit) {
   return line.substr(0, starts[limit - 3]) + "...";
 }
 
+
+// ---- the linker's errors, in the reader's words --------------------------
+// The linker names objects, not files: "libsa_02_exercises.a(scaling.cpp.o)"
+// is the reader's exercises/02-scaling/scaling.cpp, "test_02_cases.dir/..."
+// the hidden suite, whose offsets (test_scaling.cpp:(.text+0x891)) are no
+// line the reader can open. And its last line, "collect2: error: ld
+// returned 1 exit status", says nothing of what went wrong.
+
+// The reader's folder of chapter n, "02-scaling": from the log's compile
+// lines, else from the tree; "NN-..." if neither has it.
+std::string exercise_folder(const std::string& n, const std::vector<std::string>& logs, const std::string& root) {
+  const std::regex compiled("exercises/(" + n + "-[a-z0-9-]+)/");
+  std::smatch m;
+  for (const std::string& log : logs)
+    if (std::regex_search(log, m, compiled)) return m[1];
+  std::error_code ignored;
+  for (const auto& f : fs::directory_iterator(fs::path(root) / "exercises", ignored))
+    if (f.is_directory() && f.path().filename().string().starts_with(n + "-")) return f.path().filename().string();
+  return n + "-...";
+}
+
+// A symbol as the reader spells it: the book's Matrix and RowVector for
+// Eigen's full types, std::vector<long> without its allocator.
+std::string reader_spelling(std::string symbol) {
+  replace_all(symbol, "Eigen::Matrix<float, -1, -1, 1, -1, -1>", "Matrix");
+  replace_all(symbol, "Eigen::Matrix<float, 1, -1, 1, 1, -1>", "RowVector");
+  static const std::regex kAllocator(", std::allocator<[^<>]*> >");
+  return std::regex_replace(symbol, kAllocator, ">");
+}
+
+// sa::scaled_scores(Matrix const&, Matrix const&) -> scaled_scores
+std::string bare_name(const std::string& symbol) {
+  std::string name = symbol.substr(0, symbol.find('('));
+  if (const auto colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
+  return name;
+}
+
+// The header of the reader's chapter that declares a function, as
+// "chapters/02-scaling/scaling.hpp"; empty if none does.
+std::string declaring_header(const std::string& root, const std::string& folder, const std::string& function) {
+  if (function.empty()) return "";
+  const std::regex declared("\\b" + function + "\\s*\\(");
+  std::error_code ignored;
+  for (const auto& f : fs::directory_iterator(fs::path(root) / "chapters" / folder, ignored))
+    if (f.path().extension() == ".hpp" && std::regex_search(read_file(f.path()), declared))
+      return "chapters/" + folder + "/" + f.path().filename().string();
+  return "";
+}
+
+// An object the linker names, as the reader knows it: one of their files of
+// chapter n ("exercises/02-scaling/scaling.cpp"), "the hidden suite" (its
+// test cases), or "" for another (a library's, another chapter's).
+std::string object_words(const std::string& object, const std::string& n, const std::string& folder) {
+  static const std::regex kMember("libsa_([0-9][0-9])_exercises\\.a\\(([^()]+)\\.o\\)");
+  std::smatch m;
+  if (std::regex_search(object, m, kMember) && m[1] == n) return "exercises/" + folder + "/" + m[2].str();
+  if (object.find("test_" + n + "_cases.dir/") != std::string::npos) return "the hidden suite";
+  return "";
+}
+
+// The checker's own sentence about a linker error: longer than a quoted
+// compiler line may be (220), as it names the function, the files and what
+// to look for, but still one line: a long signature is cut, not the advice
+// after it.
+constexpr size_t kLinkerSentence = 300;
+std::string with_symbol(const std::string& before, const std::string& symbol, const std::string& after) {
+  const size_t words = before.size() + after.size();
+  return before + at_most(symbol, words + 40 < kLinkerSentence ? kLinkerSentence - words : 40) + after;
+}
+
+// Chapter n's first "multiple definition" or "undefined reference" in the
+// logs, in the reader's words; empty if there is none. A linker error is
+// chapter n's when its object, or the one its "in function" line names, is
+// n's exercises or suite (one log may hold several chapters' links).
+std::string linker_error(const std::string& n, const std::vector<std::string>& logs, const std::string& root) {
+  static const std::regex kInFunction("^(?:/usr/bin/ld: )?(.*): in function [`'](.*)':$");
+  static const std::regex kTwice("multiple definition of [`'](.*?)'; (.*): first defined here");
+  static const std::regex kUndefined("undefined reference to [`'](.*)'$");
+  const std::string folder = exercise_folder(n, logs, root);
+  for (const std::string& log : logs) {
+    std::string object, caller;  // of the last "in function" line
+    for (const std::string& line : lines_of(log)) {
+      std::smatch m;
+      if (std::regex_search(line, m, kInFunction)) {
+        object = m[1];
+        caller = m[2];
+        continue;
+      }
+      if (std::regex_search(line, m, kTwice)) {
+        const std::string symbol = reader_spelling(m[1]), first = object_words(m[2], n, folder),
+                          second = object_words(object, n, folder);
+        const std::string mine = first.starts_with("exercises/") ? first : second;
+        if (!mine.starts_with("exercises/")) continue;  // (another chapter's)
+        // (the other main() is the suite's: Catch2's, or the suite's own)
+        if (symbol == "main")
+          return mine + " defines main(), but the hidden suite brings its own: delete yours (the exercise files "
+                        "hold only the chapter's functions and your helpers)";
+        if (first.starts_with("exercises/") && second.starts_with("exercises/") && first != second)
+          return with_symbol("", symbol,
+                             " is defined twice, in " + first + " and in " + fs::path(second).filename().string() +
+                                 ": keep one (a helper of one file only: make it static, or put it in an unnamed "
+                                 "namespace)");
+        return with_symbol("", symbol,
+                           " is defined twice, in " + mine +
+                               " and in the book's code the suite links: rename yours (or make it static)");
+      }
+      if (std::regex_search(line, m, kUndefined)) {
+        const std::string symbol = reader_spelling(m[1]), where = object_words(object, n, folder);
+        if (where == "the hidden suite") {
+          const std::string header = declaring_header(root, folder, bare_name(symbol));
+          const bool in_sa = symbol.starts_with("sa::");
+          return with_symbol("the suite calls ", symbol,
+                             (header.empty() ? "" : ", declared in " + header + ",") + " but no file of exercises/" +
+                                 folder + "/ defines it with these parameters" +
+                                 (in_sa ? " inside namespace sa" : "") + ": renamed? other parameters?" +
+                                 (in_sa ? " outside namespace sa?" : "") + " a file emptied?");
+        }
+        if (where.starts_with("exercises/"))
+          return with_symbol(where + ": " + reader_spelling(caller.substr(0, caller.find('('))) + " calls ", symbol,
+                             ", which no file defines (declared but not defined, or defined with another name or "
+                             "signature?)");
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string last_compiled(const std::string& log) {
@@ -83,19 +211,12 @@ std::string first_error(const std::string& n, const std::vector<std::string>& lo
     if (!from.empty()) line = std::regex_replace(from, kRequired, "") + ": error inside a library it calls: " +
                               std::regex_replace(error, kUpToError, "");
   }
-  if (line.empty()) {
-    // A linker error: the undefined reference under "in function" of this
-    // chapter's objects (within three lines, as the linker prints them).
-    const std::regex in_function("_" + n + "_exercises\\.dir/.*: in function");
-    for (const std::string& log : logs) {
-      const std::vector<std::string> lines = lines_of(log);
-      for (size_t i = 0; i < lines.size() && line.empty(); ++i)
-        if (std::regex_search(lines[i], in_function))
-          for (size_t j = i; j <= i + 3 && j < lines.size() && line.empty(); ++j)
-            if (lines[j].find("undefined reference") != std::string::npos) line = lines[j];
-      if (!line.empty()) break;
-    }
-  }
+  // A linker error, in the reader's words: it names no line of theirs.
+  if (line.empty())
+    if (std::string sentence = linker_error(n, logs, root); !sentence.empty()) return sentence;
+  // Another linker error: its own line rather than collect2's, which
+  // only says that the linker failed.
+  if (line.empty()) line = first_line(logs, std::regex("^(/usr/bin/ld: )?.*(undefined reference|multiple definition)"));
   if (line.empty()) line = first_line(logs, std::regex("(error|undefined reference)"));
   if (line.empty()) line = "the build failed (see: cmake --build build --target test_" + n + "_exercises)";
   replace_all(line, root + "/", "");

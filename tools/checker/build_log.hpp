@@ -19,7 +19,11 @@ std::string last_compiled(const std::string& log);
 // The first compiler or linker error about chapter `number` ("03") in the
 // logs, on one line (at most 220 characters), paths relative to `root`. An
 // error inside a library's template (Eigen's static assertions) is placed at
-// the reader's line the compiler says it was "required from".
+// the reader's line the compiler says it was "required from". A linker error
+// (a function defined twice, or main(); one the suite calls and no exercise
+// file defines) is a sentence in the reader's words (at most 300), naming
+// their files and the header under `root`/chapters/ that declares the
+// function, never the offset in an object the linker names.
 std::string first_error(const std::string& number, const std::vector<std::string>& logs, const std::string& root);
 
 // Builds the suites test_NN_exercises of `chapters` in one `make -k` (or
