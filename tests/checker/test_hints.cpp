@@ -114,3 +114,13 @@ TEST_CASE("hints: a bad command line is refused with ./book's sentences", "[chec
                       "no chapter '1-demos': chapter 1 is 01-demo (or just 1) (./book help lists the commands)");
   REQUIRE_THROWS_WITH(hint(tree, {"2"}), "chapter 2 (02-later) is not written yet");
 }
+
+TEST_CASE("hints: --help prints the usage and what hint does, and shows no hint", "[checker]") {
+  const ScratchTree tree("exercise_tree");
+  for (const std::vector<std::string>& words : {std::vector<std::string>{"--help"}, {"-h"}, {"1", "scale", "--help"}}) {
+    const std::string help = hint(tree, words);
+    CHECK(help.starts_with("usage: ./book hint N [FUNCTION]\n\n"));
+    CHECK(help.find("next level") != std::string::npos);
+  }
+  CHECK(!std::filesystem::exists(tree.root / "build" / "hint-levels"));
+}

@@ -37,6 +37,12 @@ std::string chapter_name(const fs::path& root, const std::string& word, const st
   return name;
 }
 
+bool asks_for_help(const std::vector<std::string>& words) {
+  for (const std::string& word : words)
+    if (word == "--help" || word == "-h") return true;
+  return false;
+}
+
 std::string joined_words(const std::vector<std::string>& words) {
   std::string all;
   for (const std::string& w : words) all += (all.empty() ? "" : " ") + w;

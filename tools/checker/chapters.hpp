@@ -26,6 +26,10 @@ std::vector<std::string> book_chapters(const std::filesystem::path& root);
 std::string chapter_name(const std::filesystem::path& root, const std::string& word,
                          const std::vector<std::string>& chapters);
 
+// Whether the reader's words ask for a command's usage: --help or -h, among
+// any others (a mistaken word too: the reader asked how to write them).
+bool asks_for_help(const std::vector<std::string>& words);
+
 // The reader's words joined by spaces, as the shell's "$*" quotes them back.
 std::string joined_words(const std::vector<std::string>& words);
 

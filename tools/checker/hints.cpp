@@ -15,6 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kHintUsage = "usage: ./book hint N [FUNCTION]";
+const std::string kHintHelp =
+    kHintUsage + "\n\n" +
+    "A hint for exercise function FUNCTION of chapter N (3, 03 or 03-softmax), or, without FUNCTION, for the\n"
+    "chapter's next function still to write. Asked again, the next level: the idea, then the formula with its\n"
+    "shapes, last something close to code.\n";
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -105,6 +110,10 @@ void remember_hint_level(const fs::path& levels, const std::string& chapter, con
 }
 
 void hint_command(const fs::path& root, const std::vector<std::string>& args, std::ostream& out) {
+  if (asks_for_help(args)) {
+    out << kHintHelp;
+    return;
+  }
   if (args.empty()) throw Refusal("hint: which chapter? (" + kHintUsage + ")");
   if (args.size() > 2)
     throw Refusal("hint: a chapter and at most one function, got '" + joined_words(args) + "' (" + kHintUsage + ")");

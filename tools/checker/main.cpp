@@ -1,4 +1,5 @@
-// book-check: `./book check [N] [--timeout S] [--watch] [--untouched] [--json]`.
+// book-check: `./book check [N] [--timeout S] [--watch] [--untouched] [--json]`
+// (--untouched is the book's CI's; check_options reads the words).
 // ./book builds this program and execs it with the reader's arguments. It
 // builds only the exercise suites, runs every test case of every suite in a
 // process of its own (case_runner), says how each ended (classify), and
@@ -9,6 +10,7 @@
 #include "case_record.hpp"
 #include "case_runner.hpp"
 #include "chapters.hpp"
+#include "check_options.hpp"
 #include "exercise_functions.hpp"
 #include "report.hpp"
 #include "watch.hpp"
@@ -32,77 +34,11 @@ using namespace sa::check;
 
 const fs::path kRoot = SA_SOURCE_DIR;
 const fs::path kBuild = SA_BINARY_DIR;
-const std::string kUsage = "usage: ./book check [N] [--timeout S] [--watch] [--untouched] [--json]";
 
 // A refusal: one line, status 2, as ./book's own.
 [[noreturn]] void refuse(const std::string& why) {
   std::cerr << "book: " << why << std::endl;
   std::exit(2);
-}
-
-struct Options {
-  std::vector<std::string> chapters;  // in the book's order
-  int timeout_seconds = 10;
-  bool watch = false, untouched_rule = false, json = false, one_chapter = false;
-  int book_chapters = 0;
-};
-
-// A word check reads as a chapter: 3, 03 or 03-softmax (chapter_name then
-// says whether it is one).
-bool looks_like_chapter(const std::string& word) {
-  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (word.empty() || !is_digit(word[0])) return false;
-  if (word.size() == 1) return true;
-  if (!is_digit(word[1])) return false;
-  return word.size() == 2 || word[2] == '-';
-}
-
-int parse_timeout(const std::string& value) {
-  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-  const long seconds = digits && value.size() <= 7 ? std::stol(value) : 0;
-  if (seconds < 1 || seconds > 3600)
-    refuse("check: --timeout must be a whole number of seconds from 1 to 3600, got '" + value + "'");
-  return int(seconds);
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  const std::vector<std::string> all = book_chapters(kRoot);
-  o.book_chapters = int(all.size());
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string word = argv[i];
-    if (word == "--untouched") {
-      o.untouched_rule = true;
-    } else if (word == "--watch") {
-      o.watch = true;
-    } else if (word == "--json") {
-      o.json = true;
-    } else if (word == "--timeout") {
-      if (i + 1 >= argc) refuse("check: --timeout needs a number of seconds (" + kUsage + ")");
-      o.timeout_seconds = parse_timeout(argv[++i]);
-    } else if (word.starts_with("--timeout=")) {
-      o.timeout_seconds = parse_timeout(word.substr(10));
-    } else if (looks_like_chapter(word)) {
-      if (!only.empty()) refuse("check: one chapter at a time, got '" + only + "' and '" + word + "' (" + kUsage + ")");
-      try {
-        only = chapter_name(kRoot, word, all);
-      } catch (const Refusal& refusal) {
-        refuse(refusal.what());
-      }
-    } else {
-      refuse("check: unknown argument '" + word + "' (" + kUsage + ")");
-    }
-  }
-  if (o.json && o.watch) refuse("check: --json prints one report and ends; it does not go with --watch (" + kUsage + ")");
-  if (!only.empty()) {
-    o.chapters = {only};
-    o.one_chapter = true;
-  } else {
-    for (const std::string& c : all)
-      if (fs::is_directory(kRoot / "chapters" / c)) o.chapters.push_back(c);
-  }
-  return o;
 }
 
 // Whether a chapter's exercise files are the stubs as handed out
@@ -133,7 +69,7 @@ int suite_size(const std::string& chapter) {
 }
 
 // One check: build, run, print. Returns its exit status.
-int check_once(const Options& o) {
+int check_once(const CheckOptions& o) {
   std::ostream& progress = o.json ? std::cerr : std::cout;
   // A chapter whose exercise files are still the stubs as handed out fails
   // every test with "not implemented yet": its suite is neither built nor
@@ -251,7 +187,7 @@ extern "C" void on_stop(int) { stop_watching = true; }
 }
 
 // Checks again on every save under exercises/, until Ctrl-C.
-[[noreturn]] void watch(const Options& o) {
+[[noreturn]] void watch(const CheckOptions& o) {
   struct sigaction action {};
   action.sa_handler = on_stop;
   sigaction(SIGINT, &action, nullptr);
@@ -283,7 +219,16 @@ extern "C" void on_stop(int) { stop_watching = true; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options options = parse(argc, argv);
+  CheckOptions options;
+  try {
+    options = parse_check_options(kRoot, std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const Refusal& refusal) {
+    refuse(refusal.what());
+  }
+  if (options.help) {
+    std::cout << check_help(int(book_chapters(kRoot).size()));
+    return 0;
+  }
   if (options.watch) watch(options);
   return check_once(options);
 }

@@ -14,6 +14,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kResetUsage = "usage: ./book reset N FUNCTION";
+const std::string kResetHelp =
+    kResetUsage + "\n\n" +
+    "Puts exercise function FUNCTION of chapter N (3, 03 or 03-softmax) back to its stub, as handed out.\n"
+    "Yours is kept in exercises/NN-name/saved/FUNCTION.DATE.cpp; a deleted function or file comes back.\n";
 
 // A file's lines, each with its newline (the last one may have none), so
 // that the pieces put together are the files' bytes.
@@ -118,6 +122,10 @@ std::string reset_stamp() {
 
 void reset_command(const fs::path& root, const std::vector<std::string>& args, std::ostream& out,
                    const std::string& stamp) {
+  if (asks_for_help(args)) {
+    out << kResetHelp;
+    return;
+  }
   if (args.empty()) throw Refusal("reset: which chapter and function? (" + kResetUsage + ")");
   const std::string chapter = chapter_name(root, args[0], book_chapters(root));
   const std::vector<ExerciseFunction> functions = chapter_exercises(root, chapter);
