@@ -17,7 +17,8 @@ function(sa_add_chapter number name)
       # reset` (which must be built) can put them back; `./book check` says
       # which file is missing.
       set(placeholder ${PROJECT_BINARY_DIR}/missing/${track}-${chapter}.cpp)
-      file(WRITE ${placeholder} "// ${track}/${chapter}/ holds no .cpp file: see ./book reset\n")
+      # (CONFIGURE writes only a changed file: the library is not rebuilt on every configure)
+      file(CONFIGURE OUTPUT ${placeholder} CONTENT "// ${track}/${chapter}/ holds no .cpp file: see ./book reset\n")
       set(sources ${placeholder})
     endif()
     add_library(sa_${number}_${track} STATIC ${sources})

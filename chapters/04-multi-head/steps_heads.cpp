@@ -41,7 +41,7 @@ Tensor4 scores_per_head(const Input& in, const Heads& heads) {
     const double sd = std::sqrt((s.cast<double>().array() - mean).square().mean());
     fmt::print("  {:>6}  {:>9.4f}  {:>9.4f}  {:>9.4f}\n", h, s.minCoeff(), s.maxCoeff(), sd);
   }
-  if (n_heads > kMaxPanels) fmt::print("  ... ({} more heads)\n", n_heads - kMaxPanels);
+  if (n_heads > kMaxPanels) fmt::print("  ... ({})\n", count_of(n_heads - kMaxPanels, "more head"));
   return scores;
 }
 
@@ -59,7 +59,7 @@ Tensor4 weights_per_head(const Input& in, const Tensor4& scores) {
   const int64_t printed_heads = std::min<int64_t>(n_heads, 4);
   for (int64_t h = 0; h < printed_heads; ++h)
     print_labelled(fmt::format("weights[0, {}]", h), weights.view(0, h), tokens, tokens);
-  if (n_heads > printed_heads) fmt::print("  ... ({} more heads)\n", n_heads - printed_heads);
+  if (n_heads > printed_heads) fmt::print("  ... ({})\n", count_of(n_heads - printed_heads, "more head"));
   fmt::print("  every row of every head sums to 1: largest |row sum - 1| {}\n", rounding(worst_sum, 1e-6));
   if (n_heads > 1)
     say(fmt::format("{} separate attention patterns over the same {}, one per head: a pair of tokens now "

@@ -46,7 +46,7 @@ std::vector<HeadStats> what_each_head_does(const Input& in, const QKV& qkv, cons
                tokens[size_t(s.top_query)], tokens[size_t(s.top_key)], s.top_weight);
   };
   for (int64_t h = 0; h < n_heads && h < kMaxPanels; ++h) stats_row(fmt::format("head {}", h), stats[size_t(h)]);
-  if (n_heads > kMaxPanels) fmt::print("  ... ({} more heads)\n", n_heads - kMaxPanels);
+  if (n_heads > kMaxPanels) fmt::print("  ... ({})\n", count_of(n_heads - kMaxPanels, "more head"));
   stats_row(fmt::format("one head, d_k {}", d_model), one);
   fmt::print("  {:<18} {:>8.4f} {:>8} {:>8} {:>10} {:>7.4f}\n", "uniform row", log_n, "", "", log_n > 0 ? "1.0000" : "-",
              1.0 / double(seq_len));

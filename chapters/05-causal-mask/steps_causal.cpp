@@ -211,7 +211,7 @@ void multi_head_causal(const Example& ex, const Options& o, const Mask& causal, 
                w(0, 0) != 1.0f ? "not one-hot" : seq_len == 1 ? "[1]" : seq_len == 2 ? "[1, 0]" : "[1, 0, ...]",
                ok ? "yes" : "no", mean_h, focus(w));
   }
-  if (shown_heads < o.n_heads) fmt::print("  ... ({} more heads)\n", o.n_heads - shown_heads);
+  if (shown_heads < o.n_heads) fmt::print("  ... ({})\n", count_of(o.n_heads - shown_heads, "more head"));
   {
     // The single-head weights above use all d_model columns; a head's use
     // only its d_k columns, so the patterns differ. Entropy of the

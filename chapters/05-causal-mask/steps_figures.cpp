@@ -77,7 +77,8 @@ void draw_figures(Figures& figures, const FigureData& d) {
       panels.push_back(p);
     }
     const int panel_px = n <= 4 ? 480 : n <= 16 ? 360 : 240;
-    return plot::heatmap_grid(path, fmt::format("Causal attention in {} (d_k = {})", n == 1 ? "its one head" : "each of " + count_of(n, "head"), d.d_k),
+    const std::string heads = n == 1 ? "its one head" : "each of " + count_of(n, "head");
+    return plot::heatmap_grid(path, fmt::format("Causal attention in {} (d_k = {})", heads, d.d_k),
                               int(n / cols), int(cols), panels, panel_px);
   });
 

@@ -17,6 +17,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 
 using namespace sa;
 using namespace sa::ch8;
@@ -31,16 +32,19 @@ void run(int argc, char** argv) {
           "attention.");
   cli.add("--seq-len", &o.seq_len, "tokens of the large run (steps 3 to 5 and 7)", IntRange{16, kMaxSeqLen});
   cli.add("--d-k", &o.d_k, "columns of Q, K and V in steps 1, 3 to 5 and 7", IntRange{1, 512});
-  cli.add("--block", &o.block, "rows and columns of a tile in the large run (unless given: 128, or --seq-len when "
-          "that is smaller)", IntRange{1, 4096});
+  cli.add("--block", &o.block,
+          "rows and columns of a tile in the large run (unless given: 128, or for a --seq-len below that the "
+          "largest power of two up to half of it, so that the sequence holds at least two tiles)",
+          IntRange{1, 4096});
   cli.add("--window", &o.window, "keys a query sees in local attention (step 7)", IntRange{1, kMaxSeqLen});
   cli.add("--gen-tokens", &o.gen_tokens, "tokens generated to time the key/value cache (step 6)", IntRange{8, 1024});
   cli.add("--reversal-epochs", &o.reversal_epochs, "epochs of chapter 7's reversal task per window (step 7)",
           IntRange{1, 100});
   cli.parse(argc, argv);
   // A tile larger than the sequence is refused when asked for (check_work);
-  // the default shrinks to a short --seq-len instead (the header prints it).
-  if (!cli.given("--block")) o.block = std::min(o.block, o.seq_len);
+  // for a short --seq-len the default shrinks instead, to at least two tiles
+  // a side (one tile would be the naive computation). The header prints it.
+  if (!cli.given("--block") && o.seq_len < o.block) o.block = int64_t(std::bit_floor(uint64_t(o.seq_len / 2)));
   check_work(o);
   cli.check_budget(estimate_run(o));
 

@@ -51,7 +51,6 @@ RunEstimate run_estimate(const Options& o) {
   return e;
 }
 
-
 namespace {
 
 // "1 iteration", "200 iterations".

@@ -108,16 +108,18 @@ std::vector<std::string> tokenize_text(std::string_view text) {
   // in front (some editors save one) is dropped; bytes that are not UTF-8,
   // and control characters other than the white space that separates words,
   // are refused: they would print raw, or make tokens no one can see.
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  // (byte positions count from the text as given, mark included)
+  const std::size_t mark = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  text.remove_prefix(mark);
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t n = utf8_sequence(text, i);
     if (n == 0)
-      throw UsageError(fmt::format("--text: byte {} (0x{:02x}) is not UTF-8; give the text in UTF-8", i,
+      throw UsageError(fmt::format("--text: byte {} (0x{:02x}) is not UTF-8; give the text in UTF-8", mark + i,
                                    static_cast<unsigned char>(text[i])));
     if (control_at(text, i) && std::string_view(" \t\n\r\v\f").find(text[i]) == std::string_view::npos)
       throw UsageError(fmt::format("--text: control character {} at byte {}; words are separated by spaces, tabs "
                                    "or line ends",
-                                   printable(text.substr(i, n)), i));
+                                   printable(text.substr(i, n)), mark + i));
     i += n;
   }
   std::vector<std::string> tokens = tokenize(text);

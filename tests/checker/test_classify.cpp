@@ -14,7 +14,8 @@ using sa::check::Status;
 TEST_CASE("a segfault Catch2 caught (FatalErrorCondition) is named, in the function that crashed", "[checker]") {
   const auto r = replay("segfault.case");
   CHECK(r.status == Status::crash);
-  CHECK(r.message == "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in focus");
+  CHECK(r.message ==
+        "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in focus");
   CHECK(r.function == "focus");
 }
 
@@ -101,7 +102,8 @@ TEST_CASE("the ends no listener could report", "[checker]") {
     end.exited = false;
     end.signal = SIGSEGV;
     CHECK(sa::check::classify("t", end).message ==
-          "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in softmax_rows");
+          "crashed: segmentation fault (an index outside a matrix or vector, or a recursion that never ends?), in "
+          "softmax_rows");
   }
   SECTION("an abort with glibc's words about the heap") {
     end.exited = false;

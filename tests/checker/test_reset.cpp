@@ -168,7 +168,8 @@ TEST_CASE("reset: a bad command line is refused with ./book's sentences", "[chec
 
 TEST_CASE("reset: --help prints the usage and what reset does, and changes nothing", "[checker]") {
   const ScratchTree tree("exercise_tree");
-  for (const std::vector<std::string>& words : {std::vector<std::string>{"--help"}, {"1", "-h"}, {"1", "shift", "--help"}}) {
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"--help"}, {"1", "-h"}, {"1", "shift", "--help"}}) {
     const std::string help = reset(tree, words);
     CHECK(help.starts_with("usage: ./book reset N FUNCTION\n\n"));
     CHECK(help.find("saved/") != std::string::npos);

@@ -25,7 +25,8 @@ struct FakeSuite {
   fs::path dir, path;
   explicit FakeSuite(const std::string& body) {
     static int made = 0;
-    dir = fs::temp_directory_path() / ("book-check-runner-" + std::to_string(::getpid()) + "-" + std::to_string(++made));
+    dir = fs::temp_directory_path() /
+          ("book-check-runner-" + std::to_string(::getpid()) + "-" + std::to_string(++made));
     fs::remove_all(dir);
     fs::create_directories(dir);
     path = dir / "suite";
@@ -56,7 +57,7 @@ TEST_CASE("the list of tests: names, one a line", "[checker]") {
 TEST_CASE("the list of tests: reader's code before main() that hangs, throws, crashes or reads the terminal",
           "[checker]") {
   SECTION("an endless loop: the time limit, not a check that never ends") {
-    const FakeSuite suite("sleep 30");
+    const FakeSuite suite("exec sleep 30");  // (exec: no orphan left when it is killed)
     const Listing listing = list_test_cases(suite.path, limits_of(1), suite.dir);
     CHECK(listing.status == Status::timeout);
     CHECK(listing.problem ==
@@ -85,6 +86,14 @@ TEST_CASE("the list of tests: reader's code before main() that hangs, throws, cr
   }
 }
 
+TEST_CASE("the list of tests: exit() before main() lists nothing, and says so", "[checker]") {
+  const FakeSuite suite("exit 0");
+  const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+  CHECK(listing.problem ==
+        "crashed: exited with status 0 before listing any test: code that runs before main() (a global object's "
+        "constructor, or a static variable's initializer, in the exercises?) (exit() there?)");
+}
+
 TEST_CASE("output without end is cut: a listing that prints past the limit, a test case stopped by SIGXFSZ",
           "[checker]") {
   const FakeSuite suite("yes 'a line printed in a loop'");
@@ -93,10 +102,23 @@ TEST_CASE("output without end is cut: a listing that prints past the limit, a te
         "crashed: printed more than 16 MiB before any test started: code that runs before main() (a global "
         "object's constructor, or a static variable's initializer, in the exercises?)");
 
+  // On stderr too: the error file stops at the limit.
+  const FakeSuite loud("yes 'an error printed in a loop' >&2");
+  CHECK(list_test_cases(loud.path, limits_of(20), loud.dir).problem.starts_with("crashed: printed more than 16 MiB"));
+  CHECK(fs::file_size(loud.dir / "list.err") <= size_t(kOutputLimitBytes));
+
+  // A test case: run_suite's process stops at the limit (SIGXFSZ).
+  const FakeSuite printing("yes 'a line printed in a loop'");
+  Limits limits = limits_of(20);
+  const std::vector<CaseResult> results = run_suite(printing.path, {"t"}, limits, printing.dir);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].message.starts_with("crashed: wrote more than 16 MiB to its output or a file"));
+  CHECK(fs::file_size(printing.dir / "0.out") <= size_t(kOutputLimitBytes));
+
   CaseEnd end;
   end.exited = false;
   end.signal = SIGXFSZ;
   end.report = "start\tt\tfocus\n";
   CHECK(classify("t", end).message ==
-        "crashed: wrote more than 16 MiB of output and was stopped (a print inside a loop?), in focus");
+        "crashed: wrote more than 16 MiB to its output or a file and was stopped (a print inside a loop?), in focus");
 }

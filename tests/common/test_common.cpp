@@ -400,6 +400,8 @@ TEST_CASE("tokenize_text: a --text as readers have it: line ends and a byte-orde
   CHECK(tokenize_text("\xEF\xBB\xBFthe cat the") == std::vector<std::string>{"the", "cat", "the"});
   CHECK(tokenize_text("caf\xC3\xA9 \xC3\x89t\xC3\xA9") == std::vector<std::string>{"caf\xC3\xA9", "\xC3\xA9t\xC3\xA9"});
   CHECK_THROWS_WITH(tokenize_text("the \xFF cat"), "--text: byte 4 (0xff) is not UTF-8; give the text in UTF-8");
+  CHECK_THROWS_WITH(tokenize_text("\xEF\xBB\xBFthe \xFF cat"),  // (counted from the mark)
+                    "--text: byte 7 (0xff) is not UTF-8; give the text in UTF-8");
   CHECK_THROWS_WITH(tokenize_text("the caf\xC3"), "--text: byte 7 (0xc3) is not UTF-8; give the text in UTF-8");
   CHECK_THROWS_WITH(tokenize_text("the \x01 cat"),
                     "--text: control character \\x01 at byte 4; words are separated by spaces, tabs or line ends");

@@ -141,7 +141,26 @@ std::string matcher_sentence(const std::string& expression, const std::string& e
   static const std::pair<const char*, const char*> kMatchers[] = {
       {" not contains: ", "not to contain"}, {" contains: ", "to contain"},     {" equals: ", "to equal"},
       {" starts with: ", "to start with"},   {" ends with: ", "to end with"}};
-  const auto comma = expression.find(", ");
+  // The comma between the argument and the matcher: the first one outside
+  // any bracket or quote (the argument may be a call with commas of its own).
+  size_t comma = std::string::npos;
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i + 1 < expression.size() && comma == std::string::npos; ++i) {
+    const char c = expression[i];
+    if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0 && expression[i + 1] == ' ') {
+      comma = i;
+    }
+  }
   if (comma == std::string::npos) return "";
   for (const auto& [description, words] : kMatchers) {
     const auto at = expanded.rfind(description);

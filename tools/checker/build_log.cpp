@@ -34,6 +34,23 @@ std::string first_line(const std::vector<std::string>& logs, const std::regex& p
   return "";
 }
 
+// The lines of chapter n's failed steps in ninja's log: from a "FAILED:"
+// line naming its library or suite to the next step's line. A log of a
+// build that went on past one failure holds other chapters' errors too.
+std::vector<std::string> chapter_steps(const std::vector<std::string>& logs, const std::string& n) {
+  std::vector<std::string> lines;
+  for (const std::string& log : logs) {
+    bool in_chapter = false;
+    for (const std::string& line : lines_of(log)) {
+      if (line.starts_with("FAILED: ") || line.starts_with("[") || line.starts_with("ninja: "))
+        in_chapter = line.starts_with("FAILED: ") && (line.find("sa_" + n + "_exercises") != std::string::npos ||
+                                                      line.find("test_" + n + "_exercises") != std::string::npos);
+      if (in_chapter) lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   if (from.empty()) return;
   for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
@@ -216,7 +233,14 @@ std::string first_error(const std::string& n, const std::vector<std::string>& lo
     if (std::string sentence = linker_error(n, logs, root); !sentence.empty()) return sentence;
   // Another linker error: its own line rather than collect2's, which
   // only says that the linker failed.
-  if (line.empty()) line = first_line(logs, std::regex("^(/usr/bin/ld: )?.*(undefined reference|multiple definition)"));
+  if (line.empty()) {
+    static const std::regex kLinker("^(/usr/bin/ld: )?.*(undefined reference|multiple definition)");
+    for (const std::string& step : chapter_steps(logs, n))
+      if (std::regex_search(step, kLinker)) {
+        line = step;
+        break;
+      }
+  }
   if (line.empty()) line = first_line(logs, std::regex("(error|undefined reference)"));
   if (line.empty()) line = "the build failed (see: cmake --build build --target test_" + n + "_exercises)";
   replace_all(line, root + "/", "");

@@ -144,8 +144,12 @@ Captured capture_output(const std::vector<std::string>& words, int timeout_secon
       const rlimit cap{rlim_t(memory_kb) * 1024, rlim_t(memory_kb) * 1024};
       setrlimit(RLIMIT_AS, &cap);
     }
+    // (its error file, like a test case's output, stops at kOutputLimitBytes)
+    const rlimit file_cap{rlim_t(kOutputLimitBytes), rlim_t(kOutputLimitBytes)};
+    setrlimit(RLIMIT_FSIZE, &file_cap);
     dup2(pipe_ends[1], STDOUT_FILENO);
-    const int err = error_file.empty() ? open("/dev/null", O_WRONLY) : open(error_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = error_file.empty() ? open("/dev/null", O_WRONLY)
+                                       : open(error_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) dup2(err, STDERR_FILENO);
     const int nothing = open("/dev/null", O_RDONLY);
     if (nothing >= 0) dup2(nothing, STDIN_FILENO);  // (code that reads stdin gets end of file, not the terminal)
@@ -219,10 +223,16 @@ Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::p
                       " MiB before any test started: " + before_main;
     return listing;
   }
+  if (WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGXFSZ) {
+    listing.problem = std::string(kCrashed) + " printed more than " + std::to_string(kOutputLimitBytes >> 20) +
+                      " MiB before any test started: " + before_main;
+    return listing;
+  }
   // (Catch2 exits with the number of tests it listed: only a signal, an
   // uncaught exception's abort among them, says something went wrong.)
   if (WIFSIGNALED(c.status)) {
-    const std::string err = read_file(errors);
+    std::string err = read_file(errors);
+    if (err.size() > 65536) err.erase(0, err.size() - 65536);  // (the end says what stopped it)
     static const std::string kTerminate = "terminate called after throwing an instance of '";
     std::string why = signal_sentence(WTERMSIG(c.status));
     if (const auto at = err.find(kTerminate); at != std::string::npos) {
@@ -235,6 +245,11 @@ Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::p
   std::istringstream lines(c.text);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) listing.names.push_back(line);
+  // No test listed: exit() before main() (or a suite that would not start).
+  if (listing.names.empty())
+    listing.problem = std::string(kCrashed) + " exited with status " +
+                      std::to_string(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1) +
+                      " before listing any test: " + before_main + " (exit() there?)";
   return listing;
 }
 

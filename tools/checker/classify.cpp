@@ -166,7 +166,7 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
     why = "timed out after " + std::to_string(end.limit_seconds) + " s (an endless loop?)";
   } else if (!end.exited && end.signal == SIGXFSZ) {
     why = std::string(kCrashed) + " wrote more than " + std::to_string(kOutputLimitBytes >> 20) +
-          " MiB of output and was stopped (a print inside a loop?)";
+          " MiB to its output or a file and was stopped (a print inside a loop?)";
   } else if (!end.exited && end.signal == 9) {
     // A SIGKILL check did not send: the kernel's out-of-memory killer.
     why = std::string(kCrashed) + " killed by SIGKILL before the time limit (out of memory? a matrix far too large?)";
