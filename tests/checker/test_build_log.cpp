@@ -52,7 +52,8 @@ TEST_CASE("a function defined in two exercise files names both files", "[checker
         "namespace)");
   // Another chapter's link in the same log is not this chapter's error:
   // chapter 2 gets the last resort, never chapter 8's linker line.
-  const std::string other = sa::check::first_error("02", {checker_fixture("logs/linker_defined_twice.log")}, kSourceRoot);
+  const std::string other =
+      sa::check::first_error("02", {checker_fixture("logs/linker_defined_twice.log")}, kSourceRoot);
   CHECK(other.find("row_max") == std::string::npos);
   CHECK(other.find("tiled.cpp") == std::string::npos);
 }
