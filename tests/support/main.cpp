@@ -72,6 +72,10 @@ class NameEveryException : public Catch::IExceptionTranslator {
       return "std::bad_alloc: an allocation failed (a size computed wrong, or a matrix far too large?)";
     } catch (const std::exception& e) {
       return e.what();  // as Catch2 does: CHECK_THROWS_WITH compares exactly this
+    } catch (const std::string& text) {
+      return sa::check::uncaught_exception_sentence("std::string") + ": \"" + text + "\"";
+    } catch (const char* text) {
+      return sa::check::uncaught_exception_sentence("const char*") + ": \"" + (text ? text : "") + "\"";
     } catch (...) {
       const std::type_info* type = abi::__cxa_current_exception_type();
       return sa::check::uncaught_exception_sentence(type ? demangle(type->name()) : std::string("unknown"));
@@ -343,18 +347,9 @@ std::string function_at(const char* at) {
   return address < f.end ? f.name : "";
 }
 
-// The innermost frame of the current stack that is one of `functions`.
-// Called from Catch2's signal handler, where the stack below it is the one
-// the signal interrupted, and from the exit() handler below. Symbols come
-// from the executable's dynamic table (the suites link with ENABLE_EXPORTS);
-// an address is only named by a symbol whose extent contains it, so a static
-// helper is skipped, never misnamed. Not async-signal-safe (dladdr, the
-// demangler): acceptable in a process that is about to die, and `check`
-// falls back to the test case's tag if nothing is written.
-std::string innermost_of(const std::set<std::string>& functions) {
-  void* frames[128];
-  const int n = backtrace(frames, 128);
-  for (int i = 0; i < n; ++i) {
+// The innermost of `count` frames that is one of `functions`.
+std::string innermost_in(void* const* frames, int count, const std::set<std::string>& functions) {
+  for (int i = 0; i < count; ++i) {
     // A caller's frame address is where its call returns to, so one byte
     // back is the call itself (a call to exit() can be a function's last
     // instruction, and then its return address is the next function's
@@ -365,6 +360,53 @@ std::string innermost_of(const std::set<std::string>& functions) {
       if (const std::string name = function_at(probe); functions.count(name)) return name;
   }
   return "";
+}
+
+// Where the last exception was thrown from. Catch2 reports an exception
+// after the stack has unwound, so the stack is kept when it is thrown:
+// __cxa_throw, which every throw calls, is wrapped here (the suites link
+// libstdc++ dynamically; dlsym finds the real one). Not under
+// AddressSanitizer, whose runtime wraps __cxa_throw itself.
+#if defined(__SANITIZE_ADDRESS__)
+#define SA_KEEP_THROW_SITE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SA_KEEP_THROW_SITE 0
+#endif
+#endif
+#ifndef SA_KEEP_THROW_SITE
+#define SA_KEEP_THROW_SITE 1
+#endif
+thread_local void* thrown_frames[64];
+thread_local int thrown_count = 0;
+
+}  // namespace
+
+#if SA_KEEP_THROW_SITE
+// (libstdc++'s own headers declare it with the type as void*)
+extern "C" [[noreturn]] void __cxa_throw(void* object, void* type, void (*destroy)(void*)) {
+  thrown_count = backtrace(thrown_frames, 64);
+  using Throw = void (*)(void*, void*, void (*)(void*));
+  static const Throw real = reinterpret_cast<Throw>(dlsym(RTLD_NEXT, "__cxa_throw"));
+  if (!real) std::abort();  // (no libstdc++ to throw with: nothing else can be done)
+  real(object, type, destroy);
+  __builtin_unreachable();
+}
+#endif
+
+namespace {
+
+// The innermost frame of the current stack that is one of `functions`.
+// Called from Catch2's signal handler, where the stack below it is the one
+// the signal interrupted, and from the exit() handler below. Symbols come
+// from the executable's dynamic table (the suites link with ENABLE_EXPORTS);
+// an address is only named by a symbol whose extent contains it, so a static
+// helper is skipped, never misnamed. Not async-signal-safe (dladdr, the
+// demangler): acceptable in a process that is about to die, and `check`
+// falls back to the test case's tag if nothing is written.
+std::string innermost_of(const std::set<std::string>& functions) {
+  void* frames[128];
+  return innermost_in(frames, backtrace(frames, 128), functions);
 }
 
 // exit() called inside an exercise runs the atexit handlers with the
@@ -426,6 +468,13 @@ class CheckReport : public Catch::TestEventListenerBase {
       }
     }
     if (!stats.assertionResult.succeeded() && first_failure_.empty()) {
+      // An exception nobody expected: name the exercise function that threw
+      // it, which may not be the one the test case is about (a test of
+      // mask_and builds its masks with causal_mask first).
+      if (stats.assertionResult.getResultType() == Catch::ResultWas::ThrewException && thrown_count > 0)
+        if (const char* path = report_path())
+          if (const std::string thrower = innermost_in(thrown_frames, thrown_count, functions_); !thrower.empty())
+            std::ofstream(path, std::ios::app) << "where\t" << thrower << std::endl;
       auto [message, hint] = describe(stats);
       hint_ = hint;
       // The outermost section is the test case itself; inner ones say which case.
