@@ -186,6 +186,17 @@ grep -qF 'crashed: exited early with exit status 0 (exit() inside the exercise?)
   [ "$(grep -c 'crashed: exited early' "$WORK/out5")" -eq 2 ] ||  # the group's message and Fix:'s
   fail "every test case that reached exit() in causal_mask must say 'in causal_mask', in one group: $(cat "$WORK/out5")"
 
+# So is an exception nobody expected, thrown in causal_mask: its text shown,
+# and the function that threw it named.
+cp "$ROOT/solutions/05-causal-mask/mask.cpp" "$B/exercises/05-causal-mask/mask.cpp"
+inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask causal_mask(' 'if (seq_len > 1) throw std::string("no mask today");'
+sed -i '1i #include <string>' "$B/exercises/05-causal-mask/mask.cpp"
+"$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
+grep -qF 'crashed: uncaught exception of type std::string: "no mask today", in causal_mask' "$WORK/out5" ||
+  fail "a std::string thrown in causal_mask must be named with its text and 'in causal_mask': $(cat "$WORK/out5")"
+grep -F 'no mask today' "$WORK/out5" | grep -vqF 'in causal_mask' &&
+  fail "every test case that met the throw in causal_mask must say 'in causal_mask': $(cat "$WORK/out5")"
+
 # A deleted exercise file: check names it, and reset (which must still
 # build) puts it back.
 rm "$B/exercises/05-causal-mask/mask.cpp"
