@@ -4,7 +4,9 @@
 // each chapter and the text that check printed).
 #include "checker_fixtures.hpp"
 
+#include "case_record.hpp"
 #include "case_runner.hpp"
+#include "classify.hpp"
 #include "report.hpp"
 
 #include <catch2/catch.hpp>
@@ -97,6 +99,38 @@ TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker
   report.chapters[0].results = {{sa::check::Status::pass, "a", "softmax_rows", "", ""}};
   CHECK(sa::check::summary_text(report).ends_with("Every test passes.\n"));
   CHECK(sa::check::exit_status(report) == 0);
+}
+
+TEST_CASE("what the reader's code printed in a test case that did not pass is shown under its message",
+          "[checker]") {
+  // A reader debugging with printf: the first lines, escaped, the runtime's
+  // own lines about a crash left out (the message says them in words).
+  CHECK(sa::check::printed_lines("") == "");
+  CHECK(sa::check::printed_lines("my debug: seq_len 6\n") == "\"my debug: seq_len 6\"");
+  CHECK(sa::check::printed_lines(
+            "a\n\nb\tc\x1b[31m\nterminate called after throwing an instance of 'int'\nd\ne\nf\n") ==
+        "\"a\" \"b\\x09c\\x1b[31m\" \"d\" (and 2 more lines)");
+  CHECK(sa::check::printed_lines("test_03_exercises: softmax.cpp:12: f: Assertion `n > 0' failed.\n") == "");
+  CHECK(sa::check::printed_lines(std::string(200, 'x')) == "\"" + std::string(160, 'x') + "...\"");
+
+  ChapterReport c;
+  c.chapter = "05-causal-mask";
+  sa::check::CaseResult wrong{sa::check::Status::fail, "causal_mask: true on and below the diagonal", "causal_mask",
+                              "causal_mask(6): entry [0, 0] is forbidden, expected allowed", ""};
+  wrong.printed = "\"my debug: seq_len 6\"";
+  sa::check::CaseResult hung{sa::check::Status::timeout, "t", "mask_and", "timed out after 10 s", ""};
+  hung.printed = "\"looping\" (and 99 more lines)";
+  c.results = {wrong, hung};
+  const std::string text = sa::check::chapter_text(c, false);
+  CHECK(text.find("          causal_mask(6): entry [0, 0] is forbidden, expected allowed\n"
+                  "          it printed: \"my debug: seq_len 6\"\n") != std::string::npos);
+  CHECK(text.find("          timed out after 10 s\n          it printed: \"looping\" (and 99 more lines)\n") !=
+        std::string::npos);
+  // The record check keeps for replay reads it back.
+  const auto back = sa::check::read_results_record(sa::check::results_record(c.results));
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].printed == wrong.printed);
+  CHECK(back[1].printed == hung.printed);
 }
 
 TEST_CASE("with --untouched, check holds every stub to 'not implemented yet'", "[checker]") {

@@ -57,7 +57,8 @@ RecordedCase read_case_record(const std::string& text) {
 std::string results_record(const std::vector<CaseResult>& results) {
   std::string text;
   for (const CaseResult& r : results)
-    text += to_string(r.status) + "\t" + r.test + "\t" + r.function + "\t" + r.message + "\t" + r.hint + "\n";
+    text += to_string(r.status) + "\t" + r.test + "\t" + r.function + "\t" + r.message + "\t" + r.hint +
+            (r.printed.empty() ? "" : "\t" + r.printed) + "\n";
   return text;
 }
 
@@ -67,11 +68,12 @@ std::vector<CaseResult> read_results_record(const std::string& text) {
   for (std::string line; std::getline(in, line);) {
     const std::vector<std::string> f = fields(line);
     CaseResult r;
-    if (f.size() != 5 || !parse_status(f[0], r.status)) continue;
+    if ((f.size() != 5 && f.size() != 6) || !parse_status(f[0], r.status)) continue;
     r.test = f[1];
     r.function = f[2];
     r.message = f[3];
     r.hint = f[4];
+    if (f.size() == 6) r.printed = f[5];
     results.push_back(r);
   }
   return results;

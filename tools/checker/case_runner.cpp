@@ -56,7 +56,10 @@ Running start_case(const fs::path& suite, const std::string& test, size_t index,
   std::ofstream(r.report).close();
   // Everything the child needs is made before fork(): after it, only calls
   // that are safe in a child of a process that may have threads.
-  std::vector<std::string> args = {suite.string(), catch2_spec(test)};
+  // Catch2's report goes to a file of its own, so that the process's output
+  // is what the reader's code printed (and the runtime's words on a crash).
+  const fs::path catch_report = scratch / (std::to_string(index) + ".catch");
+  std::vector<std::string> args = {suite.string(), catch2_spec(test), "--out", catch_report.string()};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (!std::string_view(*e).starts_with("SA_CHECK_REPORT=")) env.emplace_back(*e);
@@ -97,7 +100,10 @@ CaseEnd finished(const Running& r, int wait_status) {
   end.seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
   end.limit_seconds = r.limit;
   end.report = read_file(r.report);
-  end.output = read_file(r.output);
+  // (classify reads both: "No test cases matched" is Catch2's report's)
+  std::error_code ignored;
+  const fs::path catch_report = r.output.parent_path() / (r.output.stem().string() + ".catch");
+  end.output = read_file(r.output) + (fs::exists(catch_report, ignored) ? read_file(catch_report) : std::string());
   return end;
 }
 
@@ -284,6 +290,8 @@ std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::
       if (r->pid <= 0) status = 127 << 8;  // fork failed: reads as an early exit
       const CaseEnd end = finished(*r, status);
       results[r->index] = classify(tests[r->index], end);
+      if (results[r->index].status != Status::pass && results[r->index].status != Status::todo)
+        results[r->index].printed = printed_lines(read_file(r->output));
       if (const fs::path record = record_folder(); !record.empty())
         std::ofstream(record / (scratch.filename().string() + "." + std::to_string(r->index) + ".case"))
             << case_record(tests[r->index], end);

@@ -193,4 +193,29 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   return result;
 }
 
+std::string printed_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  int more = 0;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.starts_with("terminate called") || line.starts_with("  what():") ||
+        line.find(": Assertion `") != std::string::npos)
+      continue;
+    if (lines.size() == 3) {
+      ++more;
+      continue;
+    }
+    std::string shown;  // (escaped as the suites' messages are: no control character, no tab)
+    for (unsigned char c : line.substr(0, 160))
+      shown += c < 0x20 || c == 0x7f ? "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) +
+                                           std::string(1, "0123456789abcdef"[c & 15])
+                                     : std::string(1, char(c));
+    lines.push_back("\"" + shown + (line.size() > 160 ? "...\"" : "\""));
+  }
+  std::string text;
+  for (const std::string& l : lines) text += (text.empty() ? "" : " ") + l;
+  if (more) text += " (and " + std::to_string(more) + " more line" + (more == 1 ? "" : "s") + ")";
+  return text;
+}
+
 }  // namespace sa::check

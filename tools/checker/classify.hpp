@@ -20,6 +20,7 @@ struct CaseResult {
   std::string function;  // the exercise function it was in (or is about)
   std::string message;   // one line; for a crash or a hang it ends ", in <function>"
   std::string hint;      // an unwritten exercise's hint, else empty
+  std::string printed{};  // what the reader's own code printed, a few lines at most (printed_lines)
 };
 
 // Everything recorded about one finished test process.
@@ -40,6 +41,13 @@ struct CaseEnd {
 inline constexpr long kOutputLimitBytes = 16L << 20;
 
 CaseResult classify(const std::string& test, const CaseEnd& end);
+
+// What the reader's code printed in a test case that did not pass, shown
+// beside its message: the first three lines of the process's own output
+// (Catch2's report goes to a file of its own), escaped, without the lines
+// the runtime wrote about a crash, which the message says in words.
+// "\"first\" \"second\" (and 12 more lines)", or empty.
+std::string printed_lines(const std::string& output);
 
 // What a failed Eigen check means, in the words of the code a reader writes
 // (Eigen's own text is its source expression, "(i>=0) && ( ((BlockRows==1)
