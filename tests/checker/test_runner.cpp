@@ -122,3 +122,15 @@ TEST_CASE("output without end is cut: a listing that prints past the limit, a te
   CHECK(classify("t", end).message ==
         "crashed: wrote more than 16 MiB to its output or a file and was stopped (a print inside a loop?), in focus");
 }
+
+TEST_CASE("a process a test case started and left running is ended with the suite", "[checker]") {
+  // fork() in an exercise: the test case ends, its child would run on.
+  const FakeSuite suite("sleep 300 & echo $! > \"$(dirname \"$0\")/child.pid\"; exit 0");
+  Limits limits = limits_of(5);
+  run_suite(suite.path, {"t"}, limits, suite.dir);
+  pid_t child = 0;
+  std::ifstream(suite.dir / "child.pid") >> child;
+  REQUIRE(child > 0);
+  CHECK(::kill(child, 0) != 0);  // gone (ended and reaped), not running on under init
+  if (::kill(child, 0) == 0) ::kill(child, SIGKILL);
+}

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -259,9 +260,29 @@ Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::p
   return listing;
 }
 
+namespace {
+
+// Processes a test case started and left running (fork() in an exercise):
+// this process is their subreaper (run_suite), so once their parent ended
+// they are its children, and at the end of the suite every child left is
+// one of them.
+void end_left_processes() {
+  std::vector<pid_t> left;
+  std::error_code ignored;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ignored)) {
+    std::ifstream children(task.path() / "children");
+    for (pid_t pid; children >> pid;) left.push_back(pid);
+  }
+  for (const pid_t pid : left) kill(pid, SIGKILL);
+  for (const pid_t pid : left) waitpid(pid, nullptr, 0);
+}
+
+}  // namespace
+
 std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::string>& tests, Limits& limits,
                                   const fs::path& scratch) {
   using namespace std::chrono_literals;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::vector<CaseResult> results(tests.size());
   std::vector<Running> running;
   size_t next = 0;
@@ -301,6 +322,7 @@ std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::
     }
     if (!changed) std::this_thread::sleep_for(5ms);
   }
+  end_left_processes();
   return results;
 }
 
