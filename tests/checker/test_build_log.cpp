@@ -93,3 +93,19 @@ TEST_CASE("the progress line names the file being compiled", "[checker]") {
         "files of sa_common_narrative");
   CHECK(sa::check::last_compiled("-- Configuring done\n").empty());
 }
+
+TEST_CASE("an error in the book's own code says that a file of the book was edited", "[checker]") {
+  // Chapter 3's header edited to match an exercise: chapter 3 still builds,
+  // chapter 4's suite, which links chapter 3's reference, does not.
+  const std::string log =
+      "FAILED: CMakeFiles/sa_03_solutions.dir/solutions/03-softmax/softmax.cpp.o\n"
+      "/book/solutions/03-softmax/softmax.cpp:94:8: error: ambiguating new declaration of 'double sa::focus(const "
+      "Matrix&)'\n";
+  CHECK(sa::check::first_error("04", {log}, "/book") ==
+        "solutions/03-softmax/softmax.cpp:94:8: error: ambiguating new declaration of 'double sa::focus(const "
+        "Matrix&)' (the book's own code, which compiles as handed out: was a file of the book edited, a header "
+        "under chapters/? git diff shows it)");
+  // The reader's own file: no such words.
+  CHECK(sa::check::first_error("03", {"/book/exercises/03-softmax/softmax.cpp:5:3: error: 'x' was not declared\n"},
+                               "/book") == "exercises/03-softmax/softmax.cpp:5:3: error: 'x' was not declared");
+}

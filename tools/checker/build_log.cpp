@@ -245,6 +245,14 @@ std::string first_error(const std::string& n, const std::vector<std::string>& lo
   if (line.empty()) line = "the build failed (see: cmake --build build --target test_" + n + "_exercises)";
   replace_all(line, root + "/", "");
   if (line.starts_with("/usr/bin/ld: ")) line = line.substr(13);
+  // An error in the book's own files, which compile as handed out: a file
+  // of the book was edited, most often a header under chapters/ (a reader
+  // who changed a declaration to match an exercise). Say so: the line
+  // alone points away from the reader's change.
+  for (const char* book : {"chapters/", "solutions/", "tests/", "common/"})
+    if (line.starts_with(book))
+      return at_most(line, 160) + " (the book's own code, which compiles as handed out: was a file of the book "
+                                  "edited, a header under chapters/? git diff shows it)";
   return at_most(line, 220);
 }
 
