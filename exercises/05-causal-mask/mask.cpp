@@ -45,3 +45,4 @@ Attention masked_attention(const Matrix& Q, const Matrix& K, const Matrix& V, co
 }
 
 }  // namespace sa
+// edit

@@ -181,7 +181,7 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   }
   // (written beside it, then renamed: an interrupted reset leaves the file whole)
   const fs::path next = mine.string() + ".new";
-  const bool written_next = write_whole(next, with_exercise_header(fresh));
+  const bool written_next = write_whole(next, with_line_ends_of(mine_lines, with_exercise_header(fresh)));
   if (written_next) fs::rename(next, mine, ec);
   if (!written_next || ec) {
     fs::remove(next, ec);
