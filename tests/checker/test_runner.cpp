@@ -1,5 +1,5 @@
 // How book-check runs the reader's code (tools/checker/case_runner.cpp):
-// the suite's list of tests, which runs the code before main(), under the
+// the suite's list of tests, which runs the code outside any test, under the
 // same limits as a test case; and a test case's output, capped. Shell
 // scripts stand in for a suite whose reader's code hangs, throws or prints
 // without end.
@@ -47,8 +47,11 @@ Limits limits_of(int seconds) {
 
 }  // namespace
 
-TEST_CASE("the list of tests: names, one a line", "[checker]") {
-  const FakeSuite suite("printf 'first test\\nsecond: with [brackets]\\n'");
+// (a suite writes its list to the file SA_CHECK_LIST names, a tab alone on
+// the last line: what it prints is never taken for a name)
+TEST_CASE("the list of tests: names, one a line, whatever else the suite prints", "[checker]") {
+  const FakeSuite suite("echo 'printed by a global object'; printf 'first test\\nsecond: with [brackets]\\n\\t\\n' "
+                        "> \"$SA_CHECK_LIST\"");
   const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
   CHECK(listing.problem.empty());
   CHECK(listing.names == std::vector<std::string>{"first test", "second: with [brackets]"});
@@ -61,7 +64,7 @@ TEST_CASE("the list of tests: reader's code before main() that hangs, throws, cr
     const Listing listing = list_test_cases(suite.path, limits_of(1), suite.dir);
     CHECK(listing.status == Status::timeout);
     CHECK(listing.problem ==
-          "timed out after 1 s before any test started: code that runs before main() (a global object's "
+          "timed out after 1 s before any test started: code that runs outside any test (a global object's "
           "constructor, or a static variable's initializer, in the exercises?) never returned");
   }
   SECTION("an exception: named by its type") {
@@ -70,8 +73,8 @@ TEST_CASE("the list of tests: reader's code before main() that hangs, throws, cr
     const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
     CHECK(listing.status == Status::crash);
     CHECK(listing.problem ==
-          "crashed: uncaught exception of type std::runtime_error before any test started: code that runs before "
-          "main() (a global object's constructor, or a static variable's initializer, in the exercises?)");
+          "crashed: uncaught exception of type std::runtime_error before any test started: code that runs outside "
+          "any test (a global object's constructor, or a static variable's initializer, in the exercises?)");
   }
   SECTION("a crash: named by its signal") {
     const FakeSuite suite("kill -SEGV $$");
@@ -79,18 +82,29 @@ TEST_CASE("the list of tests: reader's code before main() that hangs, throws, cr
     CHECK(listing.problem.starts_with(signal_sentence(SIGSEGV) + " before any test started"));
   }
   SECTION("reading stdin gets the end of the input at once, not the terminal") {
-    const FakeSuite suite("read line; echo \"read: [$line]\"");
+    const FakeSuite suite("read line; printf 'read: [%s]\\n\\t\\n' \"$line\" > \"$SA_CHECK_LIST\"");
     const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
     CHECK(listing.problem.empty());
     CHECK(listing.names == std::vector<std::string>{"read: []"});
   }
+  SECTION("a process it starts and leaves running neither holds check up nor outlives it") {
+    const FakeSuite suite(
+        "sleep 300 & echo $! > \"$(dirname \"$0\")/child.pid\"; printf 't\\n\\t\\n' > \"$SA_CHECK_LIST\"");
+    const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
+    CHECK(listing.names == std::vector<std::string>{"t"});
+    pid_t child = 0;
+    std::ifstream(suite.dir / "child.pid") >> child;
+    REQUIRE(child > 0);
+    CHECK(::kill(child, 0) != 0);
+    if (::kill(child, 0) == 0) ::kill(child, SIGKILL);
+  }
 }
 
-TEST_CASE("the list of tests: exit() before main() lists nothing, and says so", "[checker]") {
+TEST_CASE("the list of tests: exit() before any test lists nothing, and says so", "[checker]") {
   const FakeSuite suite("exit 0");
   const Listing listing = list_test_cases(suite.path, limits_of(5), suite.dir);
   CHECK(listing.problem ==
-        "crashed: exited with status 0 before listing any test: code that runs before main() (a global object's "
+        "crashed: exited with status 0 before any test started: code that runs outside any test (a global object's "
         "constructor, or a static variable's initializer, in the exercises?) (exit() there?)");
 }
 
@@ -99,13 +113,13 @@ TEST_CASE("output without end is cut: a listing that prints past the limit, a te
   const FakeSuite suite("yes 'a line printed in a loop'");
   const Listing listing = list_test_cases(suite.path, limits_of(20), suite.dir);
   CHECK(listing.problem ==
-        "crashed: printed more than 16 MiB before any test started: code that runs before main() (a global "
+        "crashed: printed more than 16 MiB before any test started: code that runs outside any test (a global "
         "object's constructor, or a static variable's initializer, in the exercises?)");
 
   // On stderr too: the error file stops at the limit.
   const FakeSuite loud("yes 'an error printed in a loop' >&2");
   CHECK(list_test_cases(loud.path, limits_of(20), loud.dir).problem.starts_with("crashed: printed more than 16 MiB"));
-  CHECK(fs::file_size(loud.dir / "list.err") <= size_t(kOutputLimitBytes));
+  CHECK(fs::file_size(loud.dir / "list.out") <= size_t(kOutputLimitBytes));
 
   // A test case: run_suite's process stops at the limit (SIGXFSZ).
   const FakeSuite printing("yes 'a line printed in a loop'");

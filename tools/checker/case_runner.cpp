@@ -5,7 +5,6 @@
 #include "read_file.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <signal.h>
@@ -136,130 +135,6 @@ std::string catch2_spec(const std::string& test_name) {
   return spec;
 }
 
-Captured capture_output(const std::vector<std::string>& words, int timeout_seconds, long memory_kb,
-                        const fs::path& errors) {
-  using namespace std::chrono_literals;
-  Captured result;
-  std::vector<std::string> args = words;
-  std::vector<char*> argv = pointers(args);
-  const std::string error_file = errors.string();
-  int pipe_ends[2];
-  if (pipe(pipe_ends) != 0) return result;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (memory_kb > 0) {
-      const rlimit cap{rlim_t(memory_kb) * 1024, rlim_t(memory_kb) * 1024};
-      setrlimit(RLIMIT_AS, &cap);
-    }
-    // (its error file, like a test case's output, stops at kOutputLimitBytes)
-    const rlimit file_cap{rlim_t(kOutputLimitBytes), rlim_t(kOutputLimitBytes)};
-    setrlimit(RLIMIT_FSIZE, &file_cap);
-    dup2(pipe_ends[1], STDOUT_FILENO);
-    const int err = error_file.empty() ? open("/dev/null", O_WRONLY)
-                                       : open(error_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (err >= 0) dup2(err, STDERR_FILENO);
-    const int nothing = open("/dev/null", O_RDONLY);
-    if (nothing >= 0) dup2(nothing, STDIN_FILENO);  // (code that reads stdin gets end of file, not the terminal)
-    close(pipe_ends[0]);
-    close(pipe_ends[1]);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(pipe_ends[1]);
-  if (pid < 0) {
-    close(pipe_ends[0]);
-    return result;
-  }
-  // Read until the end of the output or the time limit, whichever comes
-  // first, and no more than kOutputLimitBytes; then wait for the exit
-  // within the same limit.
-  const auto deadline = Clock::now() + std::chrono::seconds(timeout_seconds);
-  const auto left_ms = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  };
-  char buffer[4096];
-  bool too_much = false;
-  while (true) {
-    if (left_ms() <= 0) {
-      result.timed_out = true;
-      break;
-    }
-    pollfd ready{pipe_ends[0], POLLIN, 0};
-    const int got = poll(&ready, 1, int(std::min<long long>(left_ms(), 1000)));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) break;
-    if (got == 0) continue;
-    const ssize_t n = read(pipe_ends[0], buffer, sizeof buffer);
-    if (n <= 0) break;  // the end of its output
-    result.text.append(buffer, size_t(n));
-    if ((too_much = result.text.size() > size_t(kOutputLimitBytes))) break;
-  }
-  close(pipe_ends[0]);
-  int status = 0;
-  while (!result.timed_out && !too_much && waitpid(pid, &status, WNOHANG) == 0) {
-    if (left_ms() <= 0) result.timed_out = true;
-    else std::this_thread::sleep_for(5ms);
-  }
-  if (result.timed_out || too_much) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  result.status = status;
-  result.finished = !result.timed_out;
-  return result;
-}
-
-Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::path& scratch) {
-  const fs::path errors = scratch / "list.err";
-  const Captured c = capture_output({suite.string(), "--list-test-names-only"}, limits.timeout_seconds,
-                                    limits.memory_kb, errors);
-  Listing listing;
-  // (what runs before a suite's main() is the reader's code too: a global
-  // object's constructor, a static variable's initializer)
-  const std::string before_main = "code that runs before main() (a global object's constructor, or a static "
-                                  "variable's initializer, in the exercises?)";
-  if (c.timed_out) {
-    listing.problem = "timed out after " + std::to_string(limits.timeout_seconds) + " s before any test started: " +
-                      before_main + " never returned";
-    listing.status = Status::timeout;
-    return listing;
-  }
-  // (stopped with SIGKILL once past the limit)
-  if (c.text.size() > size_t(kOutputLimitBytes)) {
-    listing.problem = std::string(kCrashed) + " printed more than " + std::to_string(kOutputLimitBytes >> 20) +
-                      " MiB before any test started: " + before_main;
-    return listing;
-  }
-  if (WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGXFSZ) {
-    listing.problem = std::string(kCrashed) + " printed more than " + std::to_string(kOutputLimitBytes >> 20) +
-                      " MiB before any test started: " + before_main;
-    return listing;
-  }
-  // (Catch2 exits with the number of tests it listed: only a signal, an
-  // uncaught exception's abort among them, says something went wrong.)
-  if (WIFSIGNALED(c.status)) {
-    std::string err = read_file(errors);
-    if (err.size() > 65536) err.erase(0, err.size() - 65536);  // (the end says what stopped it)
-    static const std::string kTerminate = "terminate called after throwing an instance of '";
-    std::string why = signal_sentence(WTERMSIG(c.status));
-    if (const auto at = err.find(kTerminate); at != std::string::npos) {
-      const auto end = err.find('\'', at + kTerminate.size());
-      why = uncaught_exception_sentence(err.substr(at + kTerminate.size(), end - at - kTerminate.size()));
-    }
-    listing.problem = why + " before any test started: " + before_main;
-    return listing;
-  }
-  std::istringstream lines(c.text);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) listing.names.push_back(line);
-  // No test listed: exit() before main() (or a suite that would not start).
-  if (listing.names.empty())
-    listing.problem = std::string(kCrashed) + " exited with status " +
-                      std::to_string(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1) +
-                      " before listing any test: " + before_main + " (exit() there?)";
-  return listing;
-}
-
 namespace {
 
 // Processes a test case started and left running (fork() in an exercise):
@@ -278,6 +153,112 @@ void end_left_processes() {
 }
 
 }  // namespace
+
+Captured run_limited(const std::vector<std::string>& words, const std::vector<std::string>& extra_env,
+                     int timeout_seconds, long memory_kb, const fs::path& output) {
+  using namespace std::chrono_literals;
+  Captured result;
+  std::vector<std::string> args = words;
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  for (const std::string& e : extra_env) env.push_back(e);
+  std::vector<char*> argv = pointers(args), envp = pointers(env);
+  const std::string output_file = output.string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (memory_kb > 0) {
+      const rlimit cap{rlim_t(memory_kb) * 1024, rlim_t(memory_kb) * 1024};
+      setrlimit(RLIMIT_AS, &cap);
+    }
+    // (its output, like a test case's, stops at kOutputLimitBytes)
+    const rlimit file_cap{rlim_t(kOutputLimitBytes), rlim_t(kOutputLimitBytes)};
+    setrlimit(RLIMIT_FSIZE, &file_cap);
+    const int out = open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0) {
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+    }
+    const int nothing = open("/dev/null", O_RDONLY);
+    if (nothing >= 0) dup2(nothing, STDIN_FILENO);  // (code that reads stdin gets end of file, not the terminal)
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  if (pid < 0) return result;
+  // Its exit, within the time limit. (Its end, not its output's: a process
+  // it started may hold the output open.)
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_seconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= deadline) {
+      result.timed_out = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  result.status = status;
+  result.finished = !result.timed_out;
+  return result;
+}
+
+Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::path& scratch) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // (what it leaves running is ended below)
+  const fs::path list = scratch / "tests.list", output = scratch / "list.out";
+  std::error_code ignored;
+  fs::remove(list, ignored);
+  const Captured c = run_limited({suite.string(), "[.sa-list]"}, {"SA_CHECK_LIST=" + list.string()},
+                                 limits.timeout_seconds, limits.memory_kb, output);
+  end_left_processes();
+  Listing listing;
+  // The names, if the list is whole (a tab alone on its last line): a
+  // global object's destructor that hangs or crashes after it is every test
+  // case's problem, and each test case says so.
+  std::vector<std::string> names;
+  bool whole = false;
+  {
+    std::istringstream lines(read_file(list));
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "\t") whole = true;
+      else if (!line.empty()) names.push_back(line);
+    }
+  }
+  if (whole && !names.empty()) {
+    listing.names = std::move(names);
+    return listing;
+  }
+  // (what runs outside any test is the reader's code too: a global object's
+  // constructor or destructor, a static variable's initializer)
+  const std::string outside = "code that runs outside any test (a global object's constructor, or a static "
+                              "variable's initializer, in the exercises?)";
+  if (c.timed_out) {
+    listing.problem = "timed out after " + std::to_string(limits.timeout_seconds) + " s before any test started: " +
+                      outside + " never returned";
+    listing.status = Status::timeout;
+    return listing;
+  }
+  std::string why;
+  if (WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGXFSZ) {
+    why = std::string(kCrashed) + " printed more than " + std::to_string(kOutputLimitBytes >> 20) + " MiB";
+  } else if (WIFSIGNALED(c.status)) {
+    std::string out = read_file(output);
+    if (out.size() > 65536) out.erase(0, out.size() - 65536);  // (the end says what stopped it)
+    static const std::string kTerminate = "terminate called after throwing an instance of '";
+    why = signal_sentence(WTERMSIG(c.status));
+    if (const auto at = out.find(kTerminate); at != std::string::npos) {
+      const auto end = out.find('\'', at + kTerminate.size());
+      why = uncaught_exception_sentence(out.substr(at + kTerminate.size(), end - at - kTerminate.size()));
+    }
+  } else {
+    const int exit_status = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1;
+    why = std::string(kCrashed) + " exited with status " + std::to_string(exit_status);
+    listing.problem = why + " before any test started: " + outside + " (exit() there?)";
+    return listing;
+  }
+  listing.problem = why + " before any test started: " + outside;
+  return listing;
+}
+
 
 std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::string>& tests, Limits& limits,
                                   const fs::path& scratch) {

@@ -36,10 +36,13 @@ long memory_share_kb(int jobs);
 // spec as syntax: escaped, a name selects exactly its test case.
 std::string catch2_spec(const std::string& test_name);
 
-// The suite's test cases in its own order (--list-test-names-only), or
-// why it could not list them: the listing runs the reader's code that runs
-// before main() (a global object's constructor), so it has the time,
-// memory and output limits of a test case, and no terminal to read.
+// The suite's test cases in its own order, or why it could not list them.
+// The suite writes them to a file (its hidden test case "[.sa-list]",
+// tests/support/main.cpp), so that what the reader's code prints cannot
+// pass for a name; that run runs the reader's code outside any test (a
+// global object's constructor), so it has the time, memory and output
+// limits of a test case, and no terminal to read, and what it leaves
+// running is ended.
 struct Listing {
   std::vector<std::string> names;
   std::string problem;            // empty when listed
@@ -48,15 +51,15 @@ struct Listing {
 Listing list_test_cases(const std::filesystem::path& suite, const Limits& limits,
                         const std::filesystem::path& scratch);
 
-// What `args` printed on stdout (stderr goes to `errors`, or is dropped
-// when it is empty), within `timeout_seconds` and kOutputLimitBytes.
+// Runs `args` (with `extra_env` added to the environment) under a test
+// case's limits: `timeout_seconds`, `memory_kb` of address space, output
+// (stdout and stderr, to `output`) of at most kOutputLimitBytes, no terminal.
 struct Captured {
-  std::string text;
   bool finished = false, timed_out = false;
   int status = 0;  // the wait status
 };
-Captured capture_output(const std::vector<std::string>& args, int timeout_seconds, long memory_kb,
-                        const std::filesystem::path& errors);
+Captured run_limited(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+                     int timeout_seconds, long memory_kb, const std::filesystem::path& output);
 
 // Runs every named test case of `suite`, limits.jobs at a time, scratch
 // files in `scratch`; results in the order of `tests`.
