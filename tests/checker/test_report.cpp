@@ -105,21 +105,25 @@ TEST_CASE("what the reader's code printed in a test case that did not pass is sh
           "[checker]") {
   // A reader debugging with printf: the first lines, escaped, the runtime's
   // own lines about a crash left out (the message says them in words).
-  CHECK(sa::check::printed_lines("") == "");
-  CHECK(sa::check::printed_lines("my debug: seq_len 6\n") == "\"my debug: seq_len 6\"");
-  CHECK(sa::check::printed_lines(
-            "a\n\nb\tc\x1b[31m\nterminate called after throwing an instance of 'int'\nd\ne\nf\n") ==
-        "\"a\" \"b\\x09c\\x1b[31m\" \"d\" (and 2 more lines)");
-  CHECK(sa::check::printed_lines("test_03_exercises: softmax.cpp:12: f: Assertion `n > 0' failed.\n") == "");
-  CHECK(sa::check::printed_lines(std::string(200, 'x')) == "\"" + std::string(160, 'x') + "...\"");
+  using Printed = sa::check::CaseResult::Printed;
+  const auto lines = [](const Printed& p) { return p.lines; };
+  CHECK(sa::check::printed_of("").empty());
+  CHECK(lines(sa::check::printed_of("my debug: seq_len 6\n")) == std::vector<std::string>{"my debug: seq_len 6"});
+  const Printed some = sa::check::printed_of(
+      "a\n\nb\tc\x1b[31m\xff\nterminate called after throwing an instance of 'int'\nd \xc3\xa9\ne\nf\n");
+  CHECK(some.lines == std::vector<std::string>{"a", "b\\x09c\\x1b[31m\\xff", "d \xc3\xa9"});
+  CHECK(some.more == 2);
+  CHECK(sa::check::printed_text(some) == "\"a\" \"b\\x09c\\x1b[31m\\xff\" \"d \xc3\xa9\" (and 2 more lines)");
+  CHECK(sa::check::printed_of("test_03_exercises: softmax.cpp:12: f: Assertion `n > 0' failed.\n").empty());
+  CHECK(lines(sa::check::printed_of(std::string(200, 'x'))) == std::vector<std::string>{std::string(160, 'x') + "..."});
 
   ChapterReport c;
   c.chapter = "05-causal-mask";
   sa::check::CaseResult wrong{sa::check::Status::fail, "causal_mask: true on and below the diagonal", "causal_mask",
                               "causal_mask(6): entry [0, 0] is forbidden, expected allowed", ""};
-  wrong.printed = "\"my debug: seq_len 6\"";
+  wrong.printed = {{"my debug: seq_len 6"}, 0};
   sa::check::CaseResult hung{sa::check::Status::timeout, "t", "mask_and", "timed out after 10 s", ""};
-  hung.printed = "\"looping\" (and 99 more lines)";
+  hung.printed = {{"looping"}, 99};
   c.results = {wrong, hung};
   const std::string text = sa::check::chapter_text(c, false);
   CHECK(text.find("          causal_mask(6): entry [0, 0] is forbidden, expected allowed\n"
@@ -129,8 +133,15 @@ TEST_CASE("what the reader's code printed in a test case that did not pass is sh
   // The record check keeps for replay reads it back.
   const auto back = sa::check::read_results_record(sa::check::results_record(c.results));
   REQUIRE(back.size() == 2);
-  CHECK(back[0].printed == wrong.printed);
-  CHECK(back[1].printed == hung.printed);
+  CHECK(back[0].printed.lines == wrong.printed.lines);
+  CHECK(back[1].printed.lines == hung.printed.lines);
+  CHECK(back[1].printed.more == 99);
+  // --json: the lines as a list, and the count of the others.
+  CheckReport one;
+  one.chapters = {c};
+  const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(one));
+  CHECK(json["tests"][0]["printed"] == nlohmann::json::array({"my debug: seq_len 6"}));
+  CHECK(json["tests"][1]["printed_more"] == 99);
 }
 
 TEST_CASE("with --untouched, check holds every stub to 'not implemented yet'", "[checker]") {

@@ -56,9 +56,15 @@ RecordedCase read_case_record(const std::string& text) {
 
 std::string results_record(const std::vector<CaseResult>& results) {
   std::string text;
-  for (const CaseResult& r : results)
-    text += to_string(r.status) + "\t" + r.test + "\t" + r.function + "\t" + r.message + "\t" + r.hint +
-            (r.printed.empty() ? "" : "\t" + r.printed) + "\n";
+  for (const CaseResult& r : results) {
+    // (the printed lines are escaped: no tab, no unit separator 0x1f in them)
+    std::string printed;
+    if (!r.printed.empty()) {
+      printed = "\t" + std::to_string(r.printed.more);
+      for (const std::string& line : r.printed.lines) printed += "\x1f" + line;
+    }
+    text += to_string(r.status) + "\t" + r.test + "\t" + r.function + "\t" + r.message + "\t" + r.hint + printed + "\n";
+  }
   return text;
 }
 
@@ -73,7 +79,13 @@ std::vector<CaseResult> read_results_record(const std::string& text) {
     r.function = f[2];
     r.message = f[3];
     r.hint = f[4];
-    if (f.size() == 6) r.printed = f[5];
+    if (f.size() == 6) {
+      std::istringstream parts(f[5]);
+      std::string part;
+      std::getline(parts, part, '\x1f');
+      r.printed.more = std::atoi(part.c_str());
+      while (std::getline(parts, part, '\x1f')) r.printed.lines.push_back(part);
+    }
     results.push_back(r);
   }
   return results;

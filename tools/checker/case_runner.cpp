@@ -293,7 +293,7 @@ std::vector<CaseResult> run_suite(const fs::path& suite, const std::vector<std::
       const CaseEnd end = finished(*r, status);
       results[r->index] = classify(tests[r->index], end);
       if (results[r->index].status != Status::pass && results[r->index].status != Status::todo)
-        results[r->index].printed = printed_lines(read_file(r->output));
+        results[r->index].printed = printed_of(read_file(r->output));
       if (const fs::path record = record_folder(); !record.empty())
         std::ofstream(record / (scratch.filename().string() + "." + std::to_string(r->index) + ".case"))
             << case_record(tests[r->index], end);

@@ -193,28 +193,63 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   return result;
 }
 
-std::string printed_lines(const std::string& output) {
-  std::vector<std::string> lines;
-  int more = 0;
+namespace {
+
+// The length of the UTF-8 sequence at s[i], or 0 when it is not one.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80                  ? 1
+                   : c >= 0xC2 && c <= 0xDF ? 2
+                   : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4
+                                            : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+std::string escaped(const std::string& line) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string shown;
+  for (size_t i = 0; i < line.size();) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    const size_t n = utf8_length(line, i);
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      shown += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      ++i;
+    } else {
+      shown += line.substr(i, n);
+      i += n;
+    }
+  }
+  return shown;
+}
+
+}  // namespace
+
+CaseResult::Printed printed_of(const std::string& output) {
+  CaseResult::Printed printed;
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line.starts_with("terminate called") || line.starts_with("  what():") ||
         line.find(": Assertion `") != std::string::npos)
       continue;
-    if (lines.size() == 3) {
-      ++more;
+    if (printed.lines.size() == 3) {
+      ++printed.more;
       continue;
     }
-    std::string shown;  // (escaped as the suites' messages are: no control character, no tab)
-    for (unsigned char c : line.substr(0, 160))
-      shown += c < 0x20 || c == 0x7f ? "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) +
-                                           std::string(1, "0123456789abcdef"[c & 15])
-                                     : std::string(1, char(c));
-    lines.push_back("\"" + shown + (line.size() > 160 ? "...\"" : "\""));
+    // (a character cut in two at byte 160 shows as the escapes of its bytes)
+    printed.lines.push_back(escaped(line.substr(0, 160)) + (line.size() > 160 ? "..." : ""));
   }
+  return printed;
+}
+
+std::string printed_text(const CaseResult::Printed& printed) {
   std::string text;
-  for (const std::string& l : lines) text += (text.empty() ? "" : " ") + l;
-  if (more) text += " (and " + std::to_string(more) + " more line" + (more == 1 ? "" : "s") + ")";
+  for (const std::string& l : printed.lines) text += (text.empty() ? "\"" : " \"") + l + "\"";
+  if (printed.more)
+    text += " (and " + std::to_string(printed.more) + " more line" + (printed.more == 1 ? "" : "s") + ")";
   return text;
 }
 

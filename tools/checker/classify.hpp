@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace sa::check {
 
@@ -20,7 +21,13 @@ struct CaseResult {
   std::string function;  // the exercise function it was in (or is about)
   std::string message;   // one line; for a crash or a hang it ends ", in <function>"
   std::string hint;      // an unwritten exercise's hint, else empty
-  std::string printed{};  // what the reader's own code printed, a few lines at most (printed_lines)
+  // What the reader's own code printed, when the case did not pass: its
+  // first lines, escaped (printed_of), and how many more there were.
+  struct Printed {
+    std::vector<std::string> lines;
+    int more = 0;
+    bool empty() const { return lines.empty(); }
+  } printed{};
 };
 
 // Everything recorded about one finished test process.
@@ -44,10 +51,12 @@ CaseResult classify(const std::string& test, const CaseEnd& end);
 
 // What the reader's code printed in a test case that did not pass, shown
 // beside its message: the first three lines of the process's own output
-// (Catch2's report goes to a file of its own), escaped, without the lines
-// the runtime wrote about a crash, which the message says in words.
-// "\"first\" \"second\" (and 12 more lines)", or empty.
-std::string printed_lines(const std::string& output);
+// (Catch2's report goes to a file of its own), each cut at 160 bytes, with
+// control characters and bytes that are not UTF-8 escaped (\x1b), without
+// the lines the runtime wrote about a crash, which the message says in words.
+CaseResult::Printed printed_of(const std::string& output);
+// As the report shows it: "\"first\" \"second\" (and 12 more lines)", or empty.
+std::string printed_text(const CaseResult::Printed& printed);
 
 // What a failed Eigen check means, in the words of the code a reader writes
 // (Eigen's own text is its source expression, "(i>=0) && ( ((BlockRows==1)

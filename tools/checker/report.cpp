@@ -134,7 +134,7 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     for (size_t i = 0; i < named; ++i) out << "      ✗ " << same[i]->test << "\n";
     if (named < same.size()) out << "      ✗ ... and " << same.size() - 3 << " more test cases the same way\n";
     out << "          " << same.front()->message << "\n";
-    if (!same.front()->printed.empty()) out << "          it printed: " << same.front()->printed << "\n";
+    if (!same.front()->printed.empty()) out << "          it printed: " << printed_text(same.front()->printed) << "\n";
   }
   // So is a wrong answer, in a function the reader believes written: the
   // first three, with what was expected and what came out.
@@ -143,7 +143,7 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     if (r.status != Status::fail) continue;
     if (failed++ >= 3) continue;
     out << "      ✗ " << r.test << "\n          " << r.message << "\n";
-    if (!r.printed.empty()) out << "          it printed: " << r.printed << "\n";
+    if (!r.printed.empty()) out << "          it printed: " << printed_text(r.printed) << "\n";
   }
   // (the others are a command away: --json lists every test case)
   if (failed > 3)
@@ -243,7 +243,8 @@ std::string report_json(const CheckReport& report) {
                        {"status", to_string(r.status)},
                        {"message", r.message},
                        {"hint", r.hint},
-                       {"printed", r.printed}});
+                       {"printed", r.printed.lines},
+                       {"printed_more", r.printed.more}});
   }
   json out = {{"chapters", chapters},
               {"tests", tests},
