@@ -45,4 +45,3 @@ Attention masked_attention(const Matrix& Q, const Matrix& K, const Matrix& V, co
 }
 
 }  // namespace sa
-// edit
