@@ -98,6 +98,23 @@ TEST_CASE("the ends no listener could report", "[checker]") {
     CHECK(sa::check::classify("t", end).message ==
           "crashed: killed by SIGKILL before the time limit (out of memory? a matrix far too large?), in softmax_rows");
   }
+  SECTION("a hang after the test case ended: code after the tests, not the function it is about") {
+    end.report += "pass\tsoftmax_rows: rows sum to 1\t\t\n";
+    end.timed_out = true;
+    end.limit_seconds = 3;
+    const sa::check::CaseResult r = sa::check::classify("t", end);
+    CHECK(r.status == Status::timeout);
+    CHECK(r.message == "timed out after 3 s once the test case had passed: code that runs after the tests (a "
+                       "global object's destructor in the exercises?) never returned");
+  }
+  SECTION("a failure, then a hang after the test case ended: the failure first") {
+    end.report += "fail\tsoftmax_rows: rows sum to 1\texpected 1, got 2\t\n";
+    end.timed_out = true;
+    const sa::check::CaseResult r = sa::check::classify("t", end);
+    CHECK(r.status == Status::fail);
+    CHECK(r.message == "expected 1, got 2 (and then the process did not end: code that runs after the tests (a "
+                       "global object's destructor in the exercises?) never returned)");
+  }
   SECTION("a segfault Catch2 could not report") {
     end.exited = false;
     end.signal = SIGSEGV;

@@ -161,7 +161,24 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   const std::string terminate = first_match(end.output, kTerminate, 1);
   const bool failed_exit = !end.exited || end.exit_status != 0;
   std::string why;
-  if (end.timed_out) {
+  const std::string after_tests = "code that runs after the tests (a global object's destructor in the "
+                                  "exercises?) never returned";
+  // (A hang inside the test case has a result line too, "crashed: stopped
+  // by SIGTERM", written by Catch2's handler of check's SIGTERM.)
+  if (CaseResult listed; end.timed_out && report_result(end.report, listed) && listed.status != Status::crash) {
+    // The test case ended (its result is in the report), and then the
+    // process did not: the reader's code that runs after the tests. A
+    // failure it had comes first.
+    if (listed.status != Status::pass) {
+      listed.function = result.function;
+      listed.message += " (and then the process did not end: " + after_tests + ")";
+      return listed;
+    }
+    result.status = Status::timeout;
+    result.message = "timed out after " + std::to_string(end.limit_seconds) + " s once the test case had passed: " +
+                     after_tests;
+    return result;
+  } else if (end.timed_out) {
     result.status = Status::timeout;
     why = "timed out after " + std::to_string(end.limit_seconds) + " s (an endless loop?)";
   } else if (!end.exited && end.signal == SIGXFSZ) {
