@@ -54,6 +54,12 @@ std::string printable(std::string_view s, size_t max_bytes) {
       continue;
     }
     const size_t len = utf8_sequence(s, i);
+    // A byte-order mark (U+FEFF) prints as nothing at all: shown by name.
+    if (len == 3 && s.compare(i, 3, "\xEF\xBB\xBF") == 0) {
+      out += "\\ufeff";
+      i += 3;
+      continue;
+    }
     if (len == 0) {
       out += fmt::format("\\x{:02x}", c);
       ++i;

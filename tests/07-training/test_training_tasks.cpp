@@ -613,6 +613,7 @@ TEST_CASE("checkpoint: a configuration, a vocabulary or values that cannot be a 
   CHECK(printable("caf\xc3\xa9 \\ \xe2\x82\xac") == "caf\xc3\xa9 \\ \xe2\x82\xac");  // UTF-8 and backslashes kept
   CHECK(printable("\xc2\x9b\xff\xc3") == "\\u009b\\xff\\xc3");  // C1, a stray byte, a sequence cut short
   CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");         // a surrogate is not UTF-8
+  CHECK(printable("\xef\xbb\xbfthe") == "\\ufeffthe");              // a byte-order mark, invisible
   CHECK(printable(std::string(1000, 'x'), 10) == "xxxxxxxxxx...");
 }
 

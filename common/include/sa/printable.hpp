@@ -21,9 +21,9 @@ bool control_at(std::string_view s, std::size_t i);
 
 // A string from a file or the command line as a message may show it:
 // control characters (C0, DEL, C1) become escapes (\n, \t, \r, \x1b,
-// \u009b) and bytes that are not UTF-8 become \xff, so that no stored
-// string moves the cursor, changes colours or hides text on the reader's
-// terminal. Other characters, backslashes included, are kept. Longer than
+// \u009b), a byte-order mark, invisible, becomes \ufeff, and bytes that are
+// not UTF-8 become \xff, so that no stored string moves the cursor, changes
+// colours or hides text on the reader's terminal. Other characters, backslashes included, are kept. Longer than
 // `max_bytes`, it is cut there and "..." says so.
 std::string printable(std::string_view s, std::size_t max_bytes = std::string::npos);
 
