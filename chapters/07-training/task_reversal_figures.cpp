@@ -31,8 +31,8 @@ void draw_reversal_figures(Figures& figures, const ReversalOptions& o, const Tin
   });
   figures.draw("attention_trained.png", [&](const std::string& path) {
     return plot::heatmap_grid(path,
-                              fmt::format("Attention after {} epochs, held-out sample {} (rows: layers)", o.epochs,
-                                          o.sample),
+                              fmt::format("Attention after {}, held-out sample {} (rows: layers)",
+                                          count_of(o.epochs, "epoch"), o.sample),
                               int(o.layers), int(o.heads), heatmap_panels(model, o.sample, labels), 360);
   });
   figures.draw("loss.png", [&](const std::string& path) {
