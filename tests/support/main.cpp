@@ -30,7 +30,7 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
-#include <execinfo.h>
+#include <unwind.h>
 #include <link.h>
 
 #include <algorithm>
@@ -349,17 +349,36 @@ std::string function_at(const char* at) {
 }
 
 // The innermost of `count` frames that is one of `functions`.
-std::string innermost_in(void* const* frames, int count, const std::set<std::string>& functions) {
-  for (int i = 0; i < count; ++i) {
-    // A caller's frame address is where its call returns to, so one byte
-    // back is the call itself (a call to exit() can be a function's last
-    // instruction, and then its return address is the next function's
-    // first byte). The frame a signal interrupted is the exact instruction,
-    // which may be a function's first (an endless loop at its top).
-    const auto at = static_cast<const char*>(frames[i]);
-    for (const char* probe : {at - 1, at})
-      if (const std::string name = function_at(probe); functions.count(name)) return name;
-  }
+// The instructions of the current stack, innermost first: for a caller,
+// its return address less one, the call itself (a call to exit() can be a
+// function's last instruction, and then its return address is the next
+// function's first byte); for the frame a signal interrupted, the exact
+// instruction, which may be a function's first (an endless loop at its top,
+// a store through a null pointer). The unwinder tells the two apart.
+int stack_instructions(const void** out, int max) {
+  struct Walk {
+    const void** out;
+    int max, n;
+  } walk{out, max, 0};
+  _Unwind_Backtrace(
+      [](_Unwind_Context* context, void* arg) -> _Unwind_Reason_Code {
+        Walk& w = *static_cast<Walk*>(arg);
+        int exact = 0;
+        const uintptr_t ip = _Unwind_GetIPInfo(context, &exact);
+        if (w.n >= w.max || ip == 0) return _URC_END_OF_STACK;
+        w.out[w.n++] = reinterpret_cast<const void*>(exact ? ip : ip - 1);
+        return _URC_NO_REASON;
+      },
+      &walk);
+  return walk.n;
+}
+
+// The innermost of `count` instructions (stack_instructions) that lies in
+// one of `functions`.
+std::string innermost_in(const void* const* instructions, int count, const std::set<std::string>& functions) {
+  for (int i = 0; i < count; ++i)
+    if (const std::string name = function_at(static_cast<const char*>(instructions[i])); functions.count(name))
+      return name;
   return "";
 }
 
@@ -378,7 +397,7 @@ std::string innermost_in(void* const* frames, int count, const std::set<std::str
 #ifndef SA_KEEP_THROW_SITE
 #define SA_KEEP_THROW_SITE 1
 #endif
-thread_local void* thrown_frames[64];
+thread_local const void* thrown_frames[64];
 thread_local int thrown_count = 0;
 
 }  // namespace
@@ -386,7 +405,7 @@ thread_local int thrown_count = 0;
 #if SA_KEEP_THROW_SITE
 // (libstdc++'s own headers declare it with the type as void*)
 extern "C" [[noreturn]] void __cxa_throw(void* object, void* type, void (*destroy)(void*)) {
-  thrown_count = backtrace(thrown_frames, 64);
+  thrown_count = stack_instructions(thrown_frames, 64);
   using Throw = void (*)(void*, void*, void (*)(void*));
   static const Throw real = reinterpret_cast<Throw>(dlsym(RTLD_NEXT, "__cxa_throw"));
   if (!real) std::abort();  // (no libstdc++ to throw with: nothing else can be done)
@@ -406,8 +425,8 @@ namespace {
 // demangler): acceptable in a process that is about to die, and `check`
 // falls back to the test case's tag if nothing is written.
 std::string innermost_of(const std::set<std::string>& functions) {
-  void* frames[128];
-  return innermost_in(frames, backtrace(frames, 128), functions);
+  const void* instructions[128];
+  return innermost_in(instructions, stack_instructions(instructions, 128), functions);
 }
 
 // exit() called inside an exercise runs the atexit handlers with the
@@ -455,15 +474,15 @@ class CheckReport : public Catch::TestEventListenerBase {
     sections_.clear();
     first_failure_.clear();
     hint_.clear();
-    // Ready before any signal: the set, and backtrace()'s first call, which
-    // loads the unwinder.
+    // Ready before any signal: the set, and a first walk of the stack,
+    // which loads the unwinder.
     if (functions_.empty()) {
       functions_ = functions_under_test();
       exit_watch = functions_;
       std::atexit(report_exit_site);
       std::signal(SIGXFSZ, on_output_limit);
-      void* warm_up[1];
-      backtrace(warm_up, 1);
+      const void* warm_up[1];
+      stack_instructions(warm_up, 1);
       load_local_functions();
     }
     if (const char* path = report_path()) {

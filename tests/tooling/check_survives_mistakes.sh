@@ -197,6 +197,15 @@ grep -qF 'crashed: uncaught exception of type std::string: "no mask today", in c
 grep -F 'no mask today' "$WORK/out5" | grep -vqF 'in causal_mask' &&
   fail "every test case that met the throw in causal_mask must say 'in causal_mask': $(cat "$WORK/out5")"
 
+# A crash at a function's first instruction (a store through a null
+# pointer) is that function's, not the one before it in the file: the
+# interrupted frame's address is exact, not a return address.
+cp "$ROOT/solutions/05-causal-mask/mask.cpp" "$B/exercises/05-causal-mask/mask.cpp"
+inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' '{ volatile int* nowhere = nullptr; *nowhere = 1; }'
+"$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
+grep -qF 'crashed: segmentation fault' "$WORK/out5" && ! grep -F 'crashed: segmentation fault' "$WORK/out5" |
+  grep -vqF 'in mask_and' || fail "a segfault at mask_and's first instruction must say 'in mask_and': $(cat "$WORK/out5")"
+
 # A deleted exercise file: check names it, and reset (which must still
 # build) puts it back.
 rm "$B/exercises/05-causal-mask/mask.cpp"
