@@ -42,7 +42,7 @@ constexpr int64_t kCompared = 256;
 RunEstimate generation_estimate(const GptConfig& config, int64_t prompt_tokens, int64_t tokens, int64_t compared) {
   const double d = double(config.d_model), layers = double(config.n_layers), T = double(config.seq_len),
                V = double(config.vocab_size);
-  const double params = layers * 12.0 * d * d + (V + T) * d;
+  const double params = double(gpt_parameter_count(config));
   // One forward call that computes `rows` new rows reading a context of
   // `context` tokens: the products of a third of a training step a row,
   // what is not a product, and each head's and layer's cost of a call.

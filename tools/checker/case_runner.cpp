@@ -198,7 +198,6 @@ Captured run_limited(const std::vector<std::string>& words, const std::vector<st
     std::this_thread::sleep_for(5ms);
   }
   result.status = status;
-  result.finished = !result.timed_out;
   return result;
 }
 

@@ -55,7 +55,7 @@ Listing list_test_cases(const std::filesystem::path& suite, const Limits& limits
 // case's limits: `timeout_seconds`, `memory_kb` of address space, output
 // (stdout and stderr, to `output`) of at most kOutputLimitBytes, no terminal.
 struct Captured {
-  bool finished = false, timed_out = false;
+  bool timed_out = false;
   int status = 0;  // the wait status
 };
 Captured run_limited(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,

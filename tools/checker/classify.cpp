@@ -212,6 +212,10 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
 
 namespace {
 
+// (common/'s sa::printable escapes the same things, but the checker's
+// programs are built from the standard library alone, first and fast: see
+// tools/checker/CMakeLists.txt.)
+
 // The length of the UTF-8 sequence at s[i], or 0 when it is not one.
 size_t utf8_length(const std::string& s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
