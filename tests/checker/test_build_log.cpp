@@ -58,6 +58,19 @@ TEST_CASE("a function defined in two exercise files names both files", "[checker
   CHECK(other.find("tiled.cpp") == std::string::npos);
 }
 
+TEST_CASE("an earlier chapter's function defined again in an exercise names that chapter", "[checker]") {
+  // The suites link the earlier chapters' references whole, so a copy of
+  // chapter 2's scaled_scores in exercises/05 is a multiple definition (it
+  // would otherwise replace the book's silently).
+  CHECK(sa::check::first_error("05", {checker_fixture("logs/linker_book_function_again.log")}, kSourceRoot) ==
+        "sa::scaled_scores(Matrix const&, Matrix const&) is chapter 2's function "
+        "(chapters/02-scaling/scaling.hpp), and exercises/05-causal-mask/mask.cpp defines it again: call chapter "
+        "2's, or give yours another name (or make it static)");
+  // Chapter 2's own check never shows chapter 5's link.
+  CHECK(sa::check::first_error("02", {checker_fixture("logs/linker_book_function_again.log")}, kSourceRoot)
+            .find("scaled_scores") == std::string::npos);
+}
+
 TEST_CASE("a function the suite calls and the exercises do not define is named with its header", "[checker]") {
   const std::string shown =
       sa::check::first_error("02", {checker_fixture("logs/linker_undefined_in_suite.log")}, kSourceRoot);

@@ -13,7 +13,8 @@
 # what happened to it, in which function (for chapter 4: combine_heads, not
 # the multi_head_attention a test is about). Finally --watch re-runs on a
 # change and stops on Ctrl-C, and an exit() in causal_mask, which other
-# functions' tests call, is named as causal_mask's.
+# functions' tests call, is named as causal_mask's; a copy of chapter 2's
+# function in chapter 5's file is named as chapter 2's.
 set -euo pipefail
 # Under CI the copy keeps CI's -Werror, so that it is compiled with the same
 # flags as the tree's own exercise track (./book check --untouched, just
@@ -205,6 +206,16 @@ inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' '{ volatile int* 
 "$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
 grep -qF 'crashed: segmentation fault' "$WORK/out5" && ! grep -F 'crashed: segmentation fault' "$WORK/out5" |
   grep -vqF 'in mask_and' || fail "a segfault at mask_and's first instruction must say 'in mask_and': $(cat "$WORK/out5")"
+
+# A copy of an earlier chapter's function in an exercise file (chapter 2's
+# scaled_scores, wrong, as a helper of chapter 5) is named as that chapter's:
+# linked as usual it would silently replace the book's for every caller.
+cp "$ROOT/solutions/05-causal-mask/mask.cpp" "$B/exercises/05-causal-mask/mask.cpp"
+printf '%s\n' 'namespace sa {' 'Matrix scaled_scores(const Matrix& Q, const Matrix& K) { return Q * K.transpose(); }' '}' \
+  >>"$B/exercises/05-causal-mask/mask.cpp"
+"$B/book" check 5 --timeout 2 >"$WORK/out5" 2>&1 || true
+grep -qF "is chapter 2's function (chapters/02-scaling/scaling.hpp), and exercises/05-causal-mask/mask.cpp defines it again" \
+  "$WORK/out5" || fail "a copy of chapter 2's scaled_scores in exercises/05 must be named: $(tail -5 "$WORK/out5")"
 
 # A deleted exercise file: check names it, and reset (which must still
 # build) puts it back.

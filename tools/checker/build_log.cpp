@@ -168,6 +168,20 @@ std::string linker_error(const std::string& n, const std::vector<std::string>& l
                              " is defined twice, in " + first + " and in " + fs::path(second).filename().string() +
                                  ": keep one (a helper of one file only: make it static, or put it in an unnamed "
                                  "namespace)");
+        // The other is an earlier chapter's reference, which the suite links
+        // whole (tests/CMakeLists.txt): the reader wrote that chapter's
+        // function again, a copy as a helper, say.
+        static const std::regex kEarlier("libsa_([0-9][0-9])_solutions\\.a\\(");
+        std::smatch earlier;
+        const std::string& other = first.starts_with("exercises/") ? object : m[2].str();
+        if (std::regex_search(other, earlier, kEarlier) && earlier[1] != n) {
+          const std::string chapter = earlier[1], number = std::to_string(std::stoi(chapter)),
+                            header = declaring_header(root, exercise_folder(chapter, {}, root), bare_name(symbol));
+          return with_symbol("", symbol,
+                             " is chapter " + number + "'s function" + (header.empty() ? "" : " (" + header + ")") +
+                                 ", and " + mine + " defines it again: call chapter " + number +
+                                 "'s, or give yours another name (or make it static)");
+        }
         return with_symbol("", symbol,
                            " is defined twice, in " + mine +
                                " and in the book's code the suite links: rename yours (or make it static)");
