@@ -18,8 +18,17 @@ std::string sibling_program(const std::string& name) {
 
 std::string shown_path(const std::string& path) {
   namespace fs = std::filesystem;
+  const fs::path given(path);
+  // A relative path the reader gave is theirs, relative to where they are.
+  if (given.is_relative()) return given.lexically_normal().string();
+  // One of the book's own (build/plots/..., chapters/07-training/...), as the
+  // reader would type it from the folder they ran the program in: from the
+  // repository's root, build/plots/...; from build/, plots/...; from a
+  // folder it does not lie under, the whole path.
   std::error_code ec;
-  const fs::path rel = fs::relative(path, source_dir(), ec);
+  const fs::path here = fs::current_path(ec);
+  if (ec) return path;
+  const fs::path rel = fs::relative(given, here, ec);  // (through symbolic links too)
   if (ec || rel.empty() || *rel.begin() == "..") return path;
   return rel.string();
 }

@@ -433,3 +433,22 @@ TEST_CASE("NotImplemented names the function and the file to edit", "[common][ex
     CHECK(e.hint() == "X * W");
   }
 }
+
+TEST_CASE("shown_path: a path as the reader types it from the folder the program runs in", "[common][paths]") {
+  namespace fs = std::filesystem;
+  const fs::path was = fs::current_path();
+  const fs::path root = fs::temp_directory_path() / "sa_shown_path_test";
+  fs::create_directories(root / "build" / "plots");
+  const std::string figure = (root / "build" / "plots" / "a.png").string();
+  fs::current_path(root);  // as ./book runs from the repository's root
+  CHECK(shown_path(figure) == "build/plots/a.png");
+  fs::current_path(root / "build");  // a reader who ran ../book from build/
+  CHECK(shown_path(figure) == "plots/a.png");
+  fs::current_path(root / "build" / "plots");
+  // A path outside the folder stays whole: "../x" would be a guess at where it is.
+  CHECK(shown_path((root / "x.png").string()) == (root / "x.png").string());
+  // A relative path is the reader's own, tidied.
+  CHECK(shown_path("figs/../out/./a.png") == "out/a.png");
+  fs::current_path(was);
+  fs::remove_all(root);
+}

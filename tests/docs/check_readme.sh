@@ -15,7 +15,9 @@ options=()
 if [ -f "$(dirname "$readme")/quick_options.txt" ]; then
   read -r -a options <"$(dirname "$readme")/quick_options.txt"
 fi
-"$program" --no-plots "${options[@]}" >"$out.raw" 2>&1
+# (from the repository root, where the README has its reader run ./book: the
+# paths a program prints are shown from the folder it runs in)
+(cd "$source_dir" && "$program" --no-plots "${options[@]}") >"$out.raw" 2>&1
 relative=$(realpath --relative-to="$source_dir" "$binary_dir")
 sed -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$out.raw" >"$out"
 "$checker" "$readme" "$out"

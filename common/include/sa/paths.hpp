@@ -22,8 +22,10 @@ std::filesystem::path running_program_dir();
 // Another program of the build, next to the running one (build/bin/...).
 std::string sibling_program(const std::string& name);
 
-// A path as the reader would type it from the repository root (unchanged
-// when it lies outside the repository).
+// A path as the reader would type it from the folder the program runs in:
+// relative to it when the path lies under it (build/plots/... from the
+// repository's root, which is where ./book runs), otherwise whole; a
+// relative path as given.
 std::string shown_path(const std::string& path);
 
 }  // namespace sa
