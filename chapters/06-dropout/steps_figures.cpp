@@ -19,10 +19,14 @@ void draw_figures(Figures& figures, const Options& o, const Example& ex, const D
   const Matrix& weights = ex.att.weights;
   const Matrix& dropped = draw.drop.output;
   const std::vector<Matrix> patterns{dropped, coarse.row_dropped, coarse.col_dropped};
+  const std::string rest = o.p < 1.0 ? fmt::format("the rest x {}", scale_text(o.p))
+                                     : "the rest unscaled: at p = 1 all is dropped";
   const std::vector<std::string> pattern_names{
       fmt::format("element-wise (this draw, {} dropped)", weights.size() - draw.kept),
-      fmt::format("whole query row '{}'", tokens[size_t(coarse.query)]),
-      fmt::format("whole key column '{}'", tokens[size_t(coarse.key)])};
+      // (the other two drop nothing else: every other weight survives,
+      // scaled as a survivor is, so the element-wise zeros are not in them)
+      fmt::format("only the query row '{}' ({})", tokens[size_t(coarse.query)], rest),
+      fmt::format("only the key column '{}' ({})", tokens[size_t(coarse.key)], rest)};
   const double vmax = std::max(double(dropped.maxCoeff()), double(weights.maxCoeff()));
   auto panel = [&](const std::string& title, const Matrix& values) {
     plot::Heatmap h = plot::weights_heatmap(title, values, tokens);
