@@ -143,8 +143,8 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
   figures.draw("time_vs_seq_len.png", [&](const std::string& path) {
     plot::LinePlot p;
     p.title = fmt::format("Time of one attention forward against seq_len (d_k = {}, one core)", o.d_k);
-    p.xlabel = "seq_len T";
-    p.ylabel = "median time (ms)";
+    p.xlabel = "seq_len T (log scale)";
+    p.ylabel = "median time (ms, log scale)";
     p.logx = p.logy = true;
     // A slope-2 guide through the naive path's last point.
     plot::Series guide{"T^2 (slope 2)", {}, {}, plot::Series::Style::Dashed};
@@ -161,14 +161,19 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
   figures.draw("memory_vs_seq_len.png", [&](const std::string& path) {
     plot::LinePlot p;
     p.title = "Extra memory of one attention forward against seq_len";
-    p.xlabel = "seq_len T";
-    p.ylabel = "bytes beyond Q, K, V and the output";
+    p.xlabel = "seq_len T (log scale)";
+    // In MiB, as the table prints them: bytes made ticks of 100000 and 1e6.
+    p.ylabel = "MiB beyond Q, K, V and the output (log scale)";
     p.logx = p.logy = true;
+    const auto mib = [](std::vector<double> bytes) {
+      for (double& b : bytes) b /= 1024.0 * 1024.0;
+      return bytes;
+    };
     std::vector<double> tiled_shown;
     for (double e : tiled_extra) tiled_shown.push_back(std::max(e, 4096.0));  // a page: log axes have no 0
-    p.series = {{"T x T float scores (computed)", all_T, score_bytes, plot::Series::Style::Dashed},
-                {"naive, chapter 3 (measured)", Ts, naive_extra},
-                {"tiled (measured)", all_T, tiled_shown}};
+    p.series = {{"T x T float scores (computed)", all_T, mib(score_bytes), plot::Series::Style::Dashed},
+                {"naive, chapter 3 (measured)", Ts, mib(naive_extra)},
+                {"tiled (measured)", all_T, mib(tiled_shown)}};
     return plot::lines(path, p);
   });
 }

@@ -166,8 +166,8 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
     plot::LinePlot p;
     p.title = fmt::format("Time to generate one token against the length of the text (d_model {}, {} block)",
                           cfg.d_model, cfg.n_layers);
-    p.xlabel = "tokens so far";
-    p.ylabel = "time per new token (ms, median of the last quarter)";
+    p.xlabel = "tokens so far (log scale)";
+    p.ylabel = "time per new token (ms, median of the last quarter; log scale)";
     p.logx = p.logy = true;
     p.series = {{"from scratch (chapter 7's forward)", lengths, scratch_ms},
                 {"with the key/value cache", lengths, cached_ms}};

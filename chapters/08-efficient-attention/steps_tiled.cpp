@@ -104,9 +104,11 @@ void online_softmax_demo(const Small& small, Figures& figures) {
     p.title = "Online softmax over query 0's scores: the running maximum m and sum l";
     p.xlabel = "key j (scores read left to right)";
     p.ylabel = "value";
-    p.series = {{"score x_j", js, xs, plot::Series::Style::Points},
-                {"running max m", js, ms, plot::Series::Style::LinesPoints},
-                {"running sum l = sum of exp(x - m)", js, ls, plot::Series::Style::LinesPoints}};
+    // The scores last, on top: a score that sets a new maximum sits on m's
+    // curve, and drawn first it was hidden under m's marker.
+    p.series = {{"running max m", js, ms, plot::Series::Style::LinesPoints},
+                {"running sum l = sum of exp(x - m)", js, ls, plot::Series::Style::LinesPoints},
+                {"score x_j", js, xs, plot::Series::Style::Points}};
     return plot::lines(path, p);
   });
 }
@@ -253,7 +255,8 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
   const int64_t drawn = std::min<int64_t>(nbl, 32);
   figures.draw("causal_schedule.png", [&](const std::string& path) {
     plot::Heatmap h;
-    h.title = fmt::format("Which tiles causal tiled attention computes: seq_len {}, tiles of {} x {}{}", N, o.block,
+    // (two lines: with "the first 32 x 32 tiles" one line ran past the canvas)
+    h.title = fmt::format("Which tiles causal tiled attention computes\nseq_len {}, tiles of {} x {}{}", N, o.block,
                           o.block, drawn < nbl ? fmt::format(" (the first {} x {} tiles)", drawn, drawn) : "");
     // Three kinds of tile, so three flat colours and their names, not a scale.
     h.categories = {"skipped (above the diagonal)", "computed, then masked", "computed in full"};
@@ -261,12 +264,17 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
     h.values = Matrix(drawn, drawn);
     for (int64_t i = 0; i < drawn; ++i)
       for (int64_t j = 0; j < drawn; ++j) h.values(i, j) = j < i ? 2.0f : j == i ? 1.0f : 0.0f;
+    // Every tile is drawn the same size; a last tile that the sequence
+    // does not fill says how many rows and columns it has.
+    const int64_t last = N - (nbl - 1) * o.block;
+    const bool partial = drawn == nbl && last < o.block;
     for (int64_t i = 0; i < drawn; ++i) {
-      h.row_labels.push_back(std::to_string(i * o.block));
-      h.col_labels.push_back(std::to_string(i * o.block));
+      const std::string first = std::to_string(i * o.block);
+      h.row_labels.push_back(partial && i == drawn - 1 ? fmt::format("{} ({})", first, last) : first);
+      h.col_labels.push_back(h.row_labels.back());
     }
-    h.xlabel = "first key of the tile";
-    h.ylabel = "first query of the tile";
+    h.xlabel = "first key of the tile" + (partial ? fmt::format(" (in brackets: the last tile's {} keys)", last) : "");
+    h.ylabel = "first query of the tile" + (partial ? fmt::format(" (in brackets: its {} queries)", last) : "");
     h.annotate = false;  // the colours and the legend say it
     return plot::heatmap(path, h, 1000, 700);
   });
