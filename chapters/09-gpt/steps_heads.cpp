@@ -131,7 +131,8 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
           : fmt::format("{:.1f} to {:.1f}", nearest, farthest),
       even.distance);
   // What the numbers show depends on how long the model trained.
-  if (previous->on_previous < 1.5 * even.on_previous)
+  const bool stands_out = previous->on_previous >= 1.5 * even.on_previous;
+  if (!stands_out)
     text += one ? " The head does not stand out yet: after this much training it still spreads its weight almost "
                   "evenly."
                 : " No head stands out yet: after this much training they still spread their weight almost evenly.";
@@ -152,9 +153,12 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
     for (const HeadWeights* h : std::vector<const HeadWeights*>{&*previous, word_start}) {
       if (!h) continue;
       plot::Heatmap p = plot::weights_heatmap(
-          fmt::format("layer {} head {}{}: {:.0f}% on the previous character, {:.0f}% on the word's start",
+          // (against even weights' numbers: 8% on the previous character
+          // means nothing to a reader who does not know even is 7%)
+          fmt::format("layer {} head {}{}: {:.0f}% on the previous character, {:.0f}% on the word's start "
+                      "(even weights: {:.0f}%, {:.0f}%)",
                       h->layer, h->head, shown < int64_t(verse.size()) ? ", whole verse" : "", 100 * h->on_previous,
-                      100 * h->on_word_start),
+                      100 * h->on_word_start, 100 * even.on_previous, 100 * even.on_word_start),
           h->W.topLeftCorner(shown, shown), labels);
       p.cblabel = "weight";
       p.annotate = false;
@@ -163,8 +167,9 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
     const std::string over =
         shown < int64_t(kVerse.size()) ? fmt::format("the first {} characters of Genesis 1:1", shown) : "Genesis 1:1";
     return plot::heatmap_grid(path,
-                              fmt::format("{} of the GPT over {} (query rows, key columns; ␣ is a space)",
-                                          panels.size() > 1 ? "Two trained heads" : "A trained head", over),
+                              fmt::format("{} of the GPT over {} (query rows, key columns; ␣ is a space){}",
+                                          panels.size() > 1 ? "Two trained heads" : "A trained head", over,
+                                          stands_out ? "" : ": none stands out from even weights yet"),
                               1, int(panels.size()), panels, 640);
   });
 }

@@ -58,7 +58,9 @@ void schedule_demo(const LrSchedule& run, int64_t first, Figures& figures) {
                           run.lr_decay_iters, same ? "" : ": this run's schedule");
     p.xlabel = "iteration";
     p.ylabel = "learning rate";
-    p.series = {{"learning_rate(it)", x, y}};
+    // (one curve: no legend, which would only repeat the axis's name; a
+    // line, as 440 markers hid the corner at the warm-up's end)
+    p.series = {{"", x, y, plot::Series::Style::Lines}};
     return plot::lines(path, p);
   });
 }
