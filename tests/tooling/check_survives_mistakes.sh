@@ -4,7 +4,7 @@
 # On a copy of the repository, with the reference solutions of chapters 2 to
 # 5 copied into exercises/, inject into chapter 3 an endless loop
 # (row_entropy), a segmentation fault (focus), an index one past a matrix's end (softmax_backward: Eigen's check aborts) and a
-# wrong value (attention's output doubled); into chapter 5 `throw 42`
+# wrong value (attention's output doubled, with an unused variable the compiler warns about); into chapter 5 `throw 42`
 # (mask_and) and std::exit(0) (padding_masks); into chapter 4 an endless loop
 # in combine_heads, which multi_head_attention calls; into chapter 2 a compile
 # error.
@@ -19,8 +19,9 @@ set -euo pipefail
 # Under CI the copy keeps CI's -Werror, so that it is compiled with the same
 # flags as the tree's own exercise track (./book check --untouched, just
 # before) and the compiler cache answers for every file but the injected
-# ones. The mistakes below are wrong behaviour or a real compile error,
-# none a warning, so -Werror changes nothing a reader would see.
+# ones. The mistakes below are wrong behaviour or a real compile error; the
+# one warning is kept a warning by a pragma, so -Werror changes nothing a
+# reader would see.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -50,6 +51,10 @@ inject "$B/exercises/03-softmax/softmax.cpp" 'double focus(' '{ volatile int* no
 inject "$B/exercises/03-softmax/softmax.cpp" 'Matrix softmax_backward(' '{ Matrix past(2, 2); past(2, 0) = 1.0f; }'
 sed -i 's/result.output = result.weights \* V;/result.output = 2 * result.weights * V;/' "$B/exercises/03-softmax/softmax.cpp"
 grep -q '2 \* result.weights' "$B/exercises/03-softmax/softmax.cpp" || { echo "cannot inject the wrong value"; exit 1; }
+# ... beside a variable computed and never used, which the compiler warns about
+# (a warning also under CI's -Werror: the pragma keeps it one).
+inject "$B/exercises/03-softmax/softmax.cpp" 'Attention attention(' 'const double scale = 2.0;'
+sed -i '1i #pragma GCC diagnostic warning "-Wunused-variable"' "$B/exercises/03-softmax/softmax.cpp"
 inject "$B/exercises/04-multi-head/multihead.cpp" 'Matrix combine_heads(' 'static volatile int spin = 0; while (spin == 0) {}'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' 'throw 42;'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'std::vector<Mask> padding_masks(' 'std::exit(0);'
@@ -117,6 +122,10 @@ named 05 '[padding_masks]' 'crashed: exited early'
 grep -A1 -E '✗ .*attention' "$WORK/out" | grep -qiE 'expected' ||
   fail "a failing attention test must be named with what was expected"
 grep -qE '^Fix: ' "$WORK/out" || fail "with wrong answers and crashes present, the advice must be 'Fix:', not 'Next:'"
+# The compiler's warning is shown under the chapter whose tests fail.
+expect "the compiler warned about your code (often the cause):" "the warnings' heading"
+grep -A1 -F 'the compiler warned about your code' "$WORK/out" | grep -qF "exercises/03-softmax/softmax.cpp:" ||
+  fail "the unused variable in attention must be shown at its line of exercises/03-softmax/softmax.cpp"
 # Functions under test are named too.
 expect "in row_entropy" "the hung function"
 expect "in focus" "the crashed function"

@@ -11,6 +11,7 @@
 #include "case_runner.hpp"
 #include "chapters.hpp"
 #include "check_options.hpp"
+#include "compiler_warnings.hpp"
 #include "exercise_functions.hpp"
 #include "report.hpp"
 #include "watch.hpp"
@@ -120,6 +121,10 @@ int check_once(const CheckOptions& o) {
   std::map<std::string, std::string> broken =
       build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
                    isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
+  // The compiler's warnings about the files this build compiled, kept for
+  // the checks that will not compile them again.
+  const fs::path warnings_store = kBuild / "check" / "warnings";
+  remember_warnings(warnings_store, kRoot, read_file(scratch / "build.log"));
   // An exercise file the reader deleted: the chapter still builds
   // (cmake/Chapters.cmake), but its suite cannot link, and the linker's
   // words would name a hidden file. Say which file, and how to get it back.
@@ -176,6 +181,7 @@ int check_once(const CheckOptions& o) {
       }
       if (const fs::path record = record_folder(); !record.empty())
         std::ofstream(record / (chapter.chapter + ".results")) << results_record(chapter.results);
+      chapter.warnings = chapter_warnings(warnings_store, kRoot, chapter.chapter);
     }
     if (!o.json) std::cout << chapter_text(chapter, o.untouched_rule) << std::flush;
     report.chapters.push_back(std::move(chapter));

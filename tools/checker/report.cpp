@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <cctype>
 #include <sstream>
@@ -149,6 +150,16 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
   if (failed > 3)
     out << "      ... and " << failed - 3 << " more failed (./book check " << std::stoi(chapter.chapter.substr(0, 2))
         << " --json lists every one)\n";
+  // A test that did not pass, and the compiler warned about the reader's
+  // code: the warning is often the cause (a sum never set to 0, a scaled
+  // matrix computed and never used). Not shown when every test passes.
+  if ((c.fail || c.crash || c.timeout) && !chapter.warnings.empty()) {
+    out << "      the compiler warned about your code (often the cause):\n";
+    for (size_t i = 0; i < chapter.warnings.size() && i < 3; ++i) out << "        " << chapter.warnings[i] << "\n";
+    if (const size_t more = chapter.warnings.size() - std::min<size_t>(chapter.warnings.size(), 3); more > 0)
+      out << "        ... and " << more << (more == 1 ? " more warning" : " more warnings")
+          << " (./book check " << std::stoi(chapter.chapter.substr(0, 2)) << " --json lists every one)\n";
+  }
   if (untouched_rule && breaks_untouched_rule(c)) {
     out << "    untouched stubs must fail only with 'not implemented yet', but:\n";
     for (const CaseResult& r : chapter.results)
@@ -232,6 +243,7 @@ std::string report_json(const CheckReport& report) {
         summary["status"] = word.substr(word.find("  ") + 2);
         summary["passed"] = c.pass;
         summary["tests"] = c.total();
+        summary["warnings"] = chapter.warnings;  // (every one, passed or not: a tool decides)
         break;
       }
     }

@@ -17,6 +17,7 @@ struct ChapterReport {
   std::string compile_error;      // when it does not compile
   int untouched_tests = 0;        // when untouched: counted from the suite's source
   std::vector<CaseResult> results;  // when it ran, in suite order
+  std::vector<std::string> warnings;  // the compiler's, about the reader's files (compiler_warnings.hpp)
 };
 
 struct CheckReport {
