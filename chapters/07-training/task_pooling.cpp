@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,12 @@ void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& 
   }
   const size_t shown = std::min<size_t>(held_out.size(), 6);
   fmt::print("  held-out sentences, their weights (largest in [ ]):\n");
-  // One figure row per sentence, one column per position (empty past its end).
+  // One figure row per sentence, one column per position. Past a sentence's
+  // end there is no word: NaN, which the heatmap leaves grey (a 0 there
+  // would read as a word that got no weight).
   int64_t widest = 0;
   for (size_t k = 0; k < shown; ++k) widest = std::max<int64_t>(widest, int64_t(corpus.sentences[size_t(held_out[k].sentence)].size()) - 1);
-  Matrix figure_weights = Matrix::Zero(int64_t(shown), widest);
+  Matrix figure_weights = Matrix::Constant(int64_t(shown), widest, std::numeric_limits<float>::quiet_NaN());
   std::vector<std::string> figure_rows;
   for (size_t k = 0; k < shown; ++k) {
     const LabelledSentence& s = held_out[k];
@@ -128,7 +131,7 @@ void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& 
                                             "(predicted class in brackets)",
                                             figure_weights, figure_rows);
     h.col_labels = positions;
-    h.xlabel = "position in the sentence";
+    h.xlabel = "position in the sentence (grey, nan: past its end, no word)";
     h.ylabel = "";
     h.cblabel = "weight";
     h.decimals = 2;
