@@ -108,7 +108,7 @@ inline std::vector<plot::Heatmap> heatmap_panels(const TinyTransformer& model, i
       plot::Heatmap p =
           plot::weights_heatmap(fmt::format("layer {}, head {}", l, h), head_weights(model, l, b, h), labels);
       p.xlabel = "key (attended to)";
-      p.ylabel = "query (position)";
+      p.ylabel = "query (token)";  // the rows are labelled with their tokens, not their positions
       p.annotate = false;
       panels.push_back(std::move(p));
     }

@@ -27,18 +27,23 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
     p.xlabel = "key (attended to)";
     return p;
   };
-  const auto stats_title = [&](const Matrix& P, const std::string& who) {
+  const auto stats = [&](const Matrix& P) {
     const PatternStats st = attention_pattern(P);
-    return fmt::format("{}: entropy {:.2f}, focus {:.2f}", who, st.entropy, st.focus);
+    return fmt::format("entropy {:.2f}, focus {:.2f}", st.entropy, st.focus);
   };
+  // In the 340-pixel panels of the 4-head grids a title on one line is
+  // either set small or broken in two, depending on its length ("causal
+  // head 0" against "bidirectional head 0"): broken here, every panel's
+  // title has two lines at one size.
+  const auto grid_title = [&](const Matrix& P, const std::string& who) { return who + "\n" + stats(P); };
   const CorpusModel &single = models[0], &bi = models[1], &causal = models[2];
   const int H = int(heads);
   figures.draw("corpus_single_head.png", [&](const std::string& path) {
     return plot::heatmap_grid(path, fmt::format("Single head, bidirectional, on {}: before and after {}", quoted,
                                                 count_of(epochs, "epoch")),
                               1, 2,
-                              {panel(single.untrained[0], stats_title(single.untrained[0], "untrained")),
-                               panel(single.trained[0], stats_title(single.trained[0], "trained"))},
+                              {panel(single.untrained[0], "untrained: " + stats(single.untrained[0])),
+                               panel(single.trained[0], "trained: " + stats(single.trained[0]))},
                               460);
   });
   // One model's heads before (top row) and after training (bottom row):
@@ -46,8 +51,8 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
   const auto untrained_vs_trained = [&](const std::string& file, const CorpusModel& m) {
     figures.draw(file, [&](const std::string& path) {
       std::vector<plot::Heatmap> panels;
-      for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], stats_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
-      for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], stats_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.untrained[size_t(h)], grid_title(m.untrained[size_t(h)], fmt::format("head {} untrained", h))));
+      for (int h = 0; h < H; ++h) panels.push_back(panel(m.trained[size_t(h)], grid_title(m.trained[size_t(h)], fmt::format("head {} trained", h))));
       return plot::heatmap_grid(path, fmt::format("{} heads, {}, on {}: before (top) and after {} (bottom)", H,
                                                   m.cfg.causal ? "causal" : "bidirectional", quoted,
                                                   count_of(epochs, "epoch")),
@@ -58,8 +63,8 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
   untrained_vs_trained("corpus_bidirectional_untrained_vs_trained.png", bi);
   figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
-    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], stats_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
-    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], stats_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(bi.trained[size_t(h)], grid_title(bi.trained[size_t(h)], fmt::format("bidirectional head {}", h))));
+    for (int h = 0; h < H; ++h) panels.push_back(panel(causal.trained[size_t(h)], grid_title(causal.trained[size_t(h)], fmt::format("causal head {}", h))));
     return plot::heatmap_grid(path, fmt::format("Trained {} from the same weights: bidirectional (top) reads the "
                                                 "next word, causal (bottom) cannot",
                                                 count_of(epochs, "epoch")),
