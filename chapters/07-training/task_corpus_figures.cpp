@@ -103,10 +103,16 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
     for (size_t h = 1; h < causal.trained.size(); ++h)
       if (attention_pattern(causal.trained[h]).focus > attention_pattern(causal.trained[best]).focus) best = h;
     figures.draw("corpus_surface.png", [&](const std::string& path) {
+      // The queries in reverse order: the surface puts row 0 at the back,
+      // and in the text's order the diagonal pointed at the reader, with the
+      // tall bars beside it hiding those behind them. Reversed, the first
+      // query stands at the front, the diagonal runs across the picture, and
+      // the half in front of it (the keys after their query, which the mask
+      // sets to 0) lies open, hidden by nothing.
       plot::Surface sf;
-      sf.title = fmt::format("Causal head {} after training, on {}: one peak per query", best, quoted);
-      sf.z = causal.trained[best];
-      sf.row_labels = labels;
+      sf.title = fmt::format("Trained causal head {} on {}: keys after their query (front half) get 0", best, quoted);
+      sf.z = causal.trained[best].colwise().reverse();
+      sf.row_labels.assign(labels.rbegin(), labels.rend());
       sf.col_labels = labels;
       sf.xlabel = "key";
       sf.ylabel = "query";
