@@ -9,7 +9,8 @@
 // token after every position, the pattern analyzer's numbers and class against
 // the uniform baseline, and the strongest links; it draws the head as a
 // heatmap, every head of the layer as a grid, and the head as a flow
-// diagram. Layers and heads are numbered from 1, as the chapter prints them.
+// diagram. Layers and heads are numbered from 0, as PyTorch indexes them and
+// as the chapter prints them.
 //
 // Anything wrong (no such file, a truncated, corrupted or foreign file,
 // weights so large that the model computes infinities, a word the model does

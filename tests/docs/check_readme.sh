@@ -1,23 +1,52 @@
 #!/usr/bin/env bash
 # ctest label `docs`: run a chapter program with --no-plots (and the options
-# of its quick_options.txt, below) and check its README against the output
+# of its quick_options.txt, below), and the chapter's other programs of its
+# plots.txt (below), and check its README against their output
 # (tests/docs/readme_check.cpp says how).
 # The READMEs show the default build folder, build/: a program built
 # elsewhere (build-clang, build-asan) prints its own, so that is mapped back.
 set -euo pipefail
 checker="$1" program="$2" readme="$3" source_dir="$4" binary_dir="$5"
+chapter_dir=$(dirname "$readme")
 out=$(mktemp)
-trap 'rm -f "$out" "$out.raw"' EXIT
+trap 'rm -f "$out" "$out".*' EXIT
+relative=$(realpath --relative-to="$source_dir" "$binary_dir")
+shown_from_build() {  # raw output -> the paths as the README shows them
+  sed -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$1"
+}
 # A chapter whose default run trains for minutes shows a shorter run in its
 # README: the options of that run are in its folder's quick_options.txt
 # (chapter 9: --quick), one line, and the README says so.
 options=()
-if [ -f "$(dirname "$readme")/quick_options.txt" ]; then
-  read -r -a options <"$(dirname "$readme")/quick_options.txt"
+if [ -f "$chapter_dir/quick_options.txt" ]; then
+  read -r -a options <"$chapter_dir/quick_options.txt"
 fi
 # (from the repository root, where the README has its reader run ./book: the
 # paths a program prints are shown from the folder it runs in)
 (cd "$source_dir" && "$program" --no-plots "${options[@]}") >"$out.raw" 2>&1
-relative=$(realpath --relative-to="$source_dir" "$binary_dir")
-sed -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$out.raw" >"$out"
-"$checker" "$readme" "$out"
+shown_from_build "$out.raw" >"$out"
+# The chapter's other programs that `./book plots` runs, one per line of its
+# plots.txt (chapter 7's analysis command, on the checkpoint the chapter
+# program has just saved): the README shows their output too, and it must
+# not go stale either. Each output is checked apart: an excerpt lies within
+# one, and only the chapter program's steps are the README's sections.
+others=()
+if [ -f "$chapter_dir/plots.txt" ]; then
+  while IFS= read -r line; do
+    [[ -z "$line" || "$line" == \#* ]] && continue
+    eval "args=($line)"
+    # The files under build/ it names are this build folder's.
+    for k in "${!args[@]}"; do
+      if [[ "${args[k]}" == build/* ]]; then args[k]="$binary_dir/${args[k]#build/}"; fi
+    done
+    other="$out.${#others[@]}"
+    if ! (cd "$source_dir" && "$(dirname "$program")/${args[0]}" "${args[@]:1}" --no-plots) >"$other.raw" 2>&1; then
+      echo "check_readme: ${args[*]} failed:" >&2
+      cat "$other.raw" >&2
+      exit 1
+    fi
+    shown_from_build "$other.raw" >"$other"
+    others+=("$other")
+  done <"$chapter_dir/plots.txt"
+fi
+"$checker" "$readme" "$out" "${others[@]}"

@@ -1,8 +1,11 @@
-// readme_check README.md OUTPUT.txt: does a chapter's README show what its
-// program prints? (ctest label `docs`, one test per chapter.)
+// readme_check README.md OUTPUT.txt [OTHER.txt...]: does a chapter's README
+// show what its program prints? (ctest label `docs`, one test per chapter.)
+// OTHER.txt: the output of the chapter's other programs whose output the
+// README shows too (chapter 7's analysis command, run by check_readme.sh).
 //
 //  1. Every fenced block without a language (``` alone, or ```text) is an
-//     excerpt of the output. Its lines must appear in the output in the same
+//     excerpt of the output: of the chapter program's, or of one other
+//     program's. Its lines must appear in that output in the same
 //     order and consecutively, except that a line holding only "..." stands
 //     for any number of omitted lines. Trailing spaces do not count, and
 //     timings ("3.75 s", "11.3 ms"), with the spaces before them, are
@@ -19,8 +22,9 @@
 //     is more). Training amplifies those rounding differences over hundreds
 //     of steps: one run of chapter 7's corpus task ended with a loss of
 //     0.1242 on an AVX2 CPU and 0.1249 under SSE2.
-//  3. The numbered headings "## N. Title" are the program's "Step N. Title"
-//     lines, one for one, in order, with the same titles.
+//  3. The numbered headings "## N. Title" are the chapter program's "Step N.
+//     Title" lines, one for one, in order, with the same titles (another
+//     program's steps are its own, not the chapter's).
 //  4. The tolerance must not hide a wrong README: for every number of every
 //     excerpt the checker makes two mutants (the README's number moved by
 //     two units of its last digit up and down, an integer by one) and the
@@ -320,16 +324,32 @@ Token mutant_of(const Token& t, int direction, double relative = 0) {
   return m;
 }
 
-// The README against the output: every problem, with its README line.
-std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::vector<std::string>& output_text,
-                            bool mutants) {
-  Output output;
-  for (const std::string& l : output_text) output.push_back(tokenize(normalise(l)));
+// The README against the outputs, the chapter program's first: every
+// problem, with its README line.
+std::vector<Mismatch> check(const std::vector<std::string>& readme,
+                            const std::vector<std::vector<std::string>>& output_texts, bool mutants) {
+  std::vector<Output> outputs;
+  for (const std::vector<std::string>& text : output_texts) {
+    Output& output = outputs.emplace_back();
+    for (const std::string& l : text) output.push_back(tokenize(normalise(l)));
+  }
+  // An excerpt shows one program's output, so it must lie within one: the
+  // first it matches, or else the problems against the one it comes closest
+  // to (whose first line not found lies furthest into the excerpt).
+  const auto match_any = [&](const Block& block) {
+    std::vector<Mismatch> closest;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      std::vector<Mismatch> found = match_block(block, outputs[k]);
+      if (found.empty()) return found;
+      if (k == 0 || found.front().line > closest.front().line) closest = std::move(found);
+    }
+    return closest;
+  };
   std::vector<Mismatch> problems;
 
   // 1-2. Excerpts, numbers with their tolerance.
   for (const Block& block : output_blocks(readme)) {
-    const std::vector<Mismatch> found = match_block(block, output);
+    const std::vector<Mismatch> found = match_any(block);
     problems.insert(problems.end(), found.begin(), found.end());
     if (!found.empty() || !mutants) continue;
     // 4. Every number of a matching excerpt, moved two units up or down,
@@ -345,7 +365,7 @@ std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::v
         std::string survivors;
         for (int direction : {+1, -1}) {
           mutant.lines[l][k] = mutant_of(original, direction, block.relative);
-          if (!match_block(mutant, output).empty()) break;
+          if (!match_any(mutant).empty()) break;
           survivors += (survivors.empty() ? "" : " and ") + mutant.lines[l][k].text;
           if (direction == -1)
             problems.push_back({block.first_line + l, "the excerpt would still match with " + original.text +
@@ -364,7 +384,7 @@ std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::v
   std::smatch m;
   for (size_t i = 0; i < readme.size(); ++i)
     if (std::regex_match(readme[i], m, heading)) headings.emplace_back(i + 1, m[1].str() + ". " + m[2].str());
-  for (const std::string& raw : output_text) {
+  for (const std::string& raw : output_texts.front()) {
     const std::string l = normalise(raw);
     if (std::regex_match(l, m, step)) steps.push_back(m[1].str() + ". " + m[2].str());
   }
@@ -380,6 +400,11 @@ std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::v
     }
   }
   return problems;
+}
+
+std::vector<Mismatch> check(const std::vector<std::string>& readme, const std::vector<std::string>& output_text,
+                            bool mutants) {
+  return check(readme, std::vector<std::vector<std::string>>{output_text}, mutants);
 }
 
 // ---- 5. References to sections ----------------------------------------------
@@ -643,6 +668,22 @@ int self_test() {
          {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 0);
   expect("a trained excerpt beyond 2%", {"## 1. Scores", "```text trained", "  loss -3.3000, accuracy 98.0%", "```"},
          {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 1);
+  // Another program's output (chapter 7's analysis command): its excerpts
+  // are checked, its steps are not the chapter's, and an excerpt must lie
+  // within one output.
+  const std::vector<std::string> other = {"Step 1. The weights", "  layer 0, head 1  shape (1, 6, 6)"};
+  auto expect_with_other = [&](const char* name, const std::vector<std::string>& readme, size_t problems) {
+    const size_t got = check(readme, std::vector<std::vector<std::string>>{out, other}, true).size();
+    if (got != problems) {
+      std::cout << "FAILED: " << name << ": " << got << " problem(s), expected " << problems << "\n";
+      ++failures;
+    }
+  };
+  expect_with_other("an excerpt of the other program", {"## 1. Scores", "```", other[1], "```"}, 0);
+  expect_with_other("a wrong excerpt of the other program",
+                    {"## 1. Scores", "```", "  layer 0, head 1  shape (1, 6, 7)", "```"}, 1);
+  expect_with_other("an excerpt across two outputs", {"## 1. Scores", "```", out[4], other[0], "```"}, 1);
+  expect_with_other("the other program's steps are no headings", {"## 1. Scores"}, 0);
   const Token fixed = mutant_of(tokenize("0.1427")[0], +1), sci = mutant_of(tokenize("2.6e-08")[0], -1),
               minus = mutant_of(tokenize("-3.225135")[0], +1), integer = mutant_of(tokenize("16")[0], -1);
   for (auto [got, want] : {std::pair{fixed.text, "0.1429"}, std::pair{sci.text, "2.4e-08"},
@@ -696,12 +737,14 @@ int self_test() {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--self-test") return self_test();
-  if (argc != 3) {
-    std::cerr << "usage: readme_check README.md OUTPUT.txt | readme_check --self-test\n";
+  if (argc < 3) {
+    std::cerr << "usage: readme_check README.md OUTPUT.txt [OTHER.txt...] | readme_check --self-test\n";
     return 2;
   }
   const std::vector<std::string> readme = read_lines(argv[1]);
-  std::vector<Mismatch> problems = check(readme, read_lines(argv[2]), true);
+  std::vector<std::vector<std::string>> outputs;
+  for (int k = 2; k < argc; ++k) outputs.push_back(read_lines(argv[k]));
+  std::vector<Mismatch> problems = check(readme, outputs, true);
   const auto [chapter, chapters] = chapters_beside(argv[1], readme);
   const std::vector<Mismatch> references = check_references(readme, chapter, chapters);
   problems.insert(problems.end(), references.begin(), references.end());
