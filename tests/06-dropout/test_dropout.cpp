@@ -312,5 +312,7 @@ TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backw
   require_close("dropout_backward(g (4, 7), all kept, p = 1)", d_none, Matrix::Zero(4, 7), kBitExact);
   CHECK_THROWS_AS(dropout_backward(g, all, 1.5), std::invalid_argument);
   CHECK_THROWS_AS(dropout_backward(g, all, -0.5), std::invalid_argument);
+  // (NaN passes `p < 0 || p > 1`, and would make every kept gradient NaN)
+  CHECK_THROWS_AS(dropout_backward(g, all, std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
   CHECK_THROWS_AS(dropout_backward(g, Mask::Constant(7, 4, true), 0.5), std::invalid_argument);
 }

@@ -74,10 +74,11 @@ TEST_CASE("attention_pool and its backward refuse shapes that do not fit", "[ch0
   CHECK_THROWS_AS(attention_pool(X, RowVector::Ones(3)), std::invalid_argument);
   CHECK_THROWS_AS(attention_pool(Matrix(3, 0), RowVector(0)), std::invalid_argument);
   const PoolResult fwd{RowVector::Constant(3, 1.0f / 3), RowVector::Ones(4)};
-  INFO("backward: d_pooled of width 5, weights of length 2");
+  INFO("backward: d_pooled of width 5, weights of length 2, q of width 3");
   CHECK_THROWS_AS(attention_pool_backward(X, q, fwd, RowVector::Ones(5)), std::invalid_argument);
   CHECK_THROWS_AS(attention_pool_backward(X, q, PoolResult{RowVector::Ones(2), RowVector::Ones(4)}, RowVector::Ones(4)),
                   std::invalid_argument);
+  CHECK_THROWS_AS(attention_pool_backward(X, RowVector::Ones(3), fwd, RowVector::Ones(4)), std::invalid_argument);
 }
 
 TEST_CASE("the pooling classifier: one training step's gradient of q against finite differences",

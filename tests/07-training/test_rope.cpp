@@ -30,6 +30,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -221,8 +222,12 @@ TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not sp
   CHECK_THROWS_AS(rope_forward(QKV, 3, 3), std::invalid_argument);   // 10 rows are not 3 sequences
   CHECK_THROWS_AS(rope_backward(QKV, 3, 3), std::invalid_argument);
   CHECK_THROWS_AS(rope_forward(QKV, 2, 4), std::invalid_argument);   // d_model 6 is not 4 heads
-  CHECK_THROWS_AS(rope_forward(QKV, 2, 3, 1.0), std::invalid_argument);
-  CHECK_THROWS_AS(rope_forward(QKV, 2, 3, std::nan("")), std::invalid_argument);
+  // A base that is not a finite number above 1, in both directions.
+  for (const double base : {1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    INFO(fmt::format("base {}", base));
+    CHECK_THROWS_AS(rope_forward(QKV, 2, 3, base), std::invalid_argument);
+    CHECK_THROWS_AS(rope_backward(QKV, 2, 3, base), std::invalid_argument);
+  }
   require_close("QKV (10, 18) after refused rope_forward/rope_backward calls (left alone)", QKV,
                 Matrix::Ones(10, 3 * 6), kBitExact);  // a refused call leaves its input alone
   rope_forward(QKV, 2, 3);  // d_k = 2: one pair per head, accepted

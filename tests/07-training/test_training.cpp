@@ -592,9 +592,9 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
   // At t = 1 the bias corrections make m̂ = g and v̂ = g², so the update is
   // lr · g / (|g| + eps): almost exactly lr · sign(g), whatever |g| is. A
   // zero gradient moves nothing.
-  std::vector<float> p{1.0f, -2.0f, 0.5f, 3.0f};
-  const std::vector<float> g{1e-3f, -40.0f, 0.0f, 2.5f};
-  std::vector<float> m(4, 0.0f), v(4, 0.0f);
+  std::vector<float> p{1.0f, -2.0f, 0.5f, 3.0f, 1.0f};
+  const std::vector<float> g{1e-3f, -40.0f, 0.0f, 2.5f, 1e-7f};
+  std::vector<float> m(5, 0.0f), v(5, 0.0f);
   AdamConfig cfg;  // lr 3e-4
   adam_step(p, g, m, v, 1, cfg);
   // The moves are 3e-4 on values of order 1: print 9 digits, or a wrong
@@ -605,10 +605,19 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
   check_close("p[1] after one step with g = -40", p[1], -2.0 + 3e-4, {0.0, 1e-6});
   check_close("p[2] after one step with g = 0 (no move)", p[2], 0.5, kBitExact);
   check_close("p[3] after one step with g = 2.5", p[3], 3.0 - 3e-4, {0.0, 1e-6});
+  // A gradient near eps shows where eps goes: lr · g / (|g| + eps), 0.909 lr
+  // for g = 1e-7 (added to sqrt(v̂), not to sqrt(v) before the correction,
+  // which would give 0.24 lr).
+  check_close("p[4] after one step with g = 1e-7 (eps = 1e-8 matters)", p[4], 1.0 - 3e-4 * 1e-7 / (1e-7 + 1e-8),
+              {0.0, 1e-6});
   check_close("m[1] = (1 - 0.9) * g for g = -40", m[1], -4.0, {0.0, 1e-6});
   check_close("v[1] = (1 - 0.999) * g^2 for g = -40", v[1], 1.6, {0.0, 1e-5});
   CHECK_THROWS_AS(adam_step(p, std::vector<float>{1.0f}, m, v, 2, cfg), std::invalid_argument);
-  CHECK_THROWS_AS(adam_step(p, g, m, v, 0, cfg), std::invalid_argument);  // steps count from 1
+  std::vector<float> short_buffer(3, 0.0f);  // (m or v of another length: refused, not read past its end)
+  CHECK_THROWS_AS(adam_step(p, g, short_buffer, v, 2, cfg), std::invalid_argument);
+  CHECK_THROWS_AS(adam_step(p, g, m, short_buffer, 2, cfg), std::invalid_argument);
+  CHECK_THROWS_AS(adam_step(p, g, m, v, 0, cfg), std::invalid_argument);   // steps count from 1
+  CHECK_THROWS_AS(adam_step(p, g, m, v, -1, cfg), std::invalid_argument);  // (1 - 0.9^-1 < 0: a step uphill)
 }
 
 // ===========================================================================

@@ -426,4 +426,13 @@ TEST_CASE("tiled_attention: shapes that do not fit, block < 1, causal with seq_q
     CHECK_THROWS_AS(tiled_attention(bad_Q, K, V), std::invalid_argument);
     CHECK_THROWS_AS(tiled_attention(Q, K, bad_V), std::invalid_argument);
   }
+  {
+    // Finite inputs whose scores are not: 1e20 · 1e20 · 2 / sqrt(2) is
+    // inf in float, and the output would be NaN. Found only once the
+    // products are done, at the end.
+    INFO("Q = K = (2, 2) of 1e20: scores too large for float, full, and causal with tiles of 1");
+    const Matrix huge = Matrix::Constant(2, 2, 1e20f);
+    CHECK_THROWS_AS(tiled_attention(huge, huge, Matrix::Ones(2, 2)), std::invalid_argument);
+    CHECK_THROWS_AS(tiled_attention(huge, huge, Matrix::Ones(2, 2), true, 1), std::invalid_argument);
+  }
 }

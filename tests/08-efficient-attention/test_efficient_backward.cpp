@@ -246,6 +246,17 @@ TEST_CASE("tiled_attention_backward: shapes that do not fit are refused", "[ch08
     CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, wide_output, dO), std::invalid_argument);
   }
   {
+    // What the forward refuses, the backward refuses too: NaN gradients
+    // otherwise (d_k 0 makes the scale 1/sqrt(0) infinite).
+    INFO("an inf in Q, a NaN in V, d_k 0 (Q (4, 0), K (5, 0))");
+    Matrix bad_Q = Q, bad_V = V;
+    bad_Q(1, 2) = std::numeric_limits<float>::infinity();
+    bad_V(3, 0) = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_AS(tiled_attention_backward(bad_Q, K, V, fwd, dO), std::invalid_argument);
+    CHECK_THROWS_AS(tiled_attention_backward(Q, K, bad_V, fwd, dO), std::invalid_argument);
+    CHECK_THROWS_AS(tiled_attention_backward(Matrix(4, 0), Matrix(5, 0), V, fwd, dO), std::invalid_argument);
+  }
+  {
     INFO("the forward's lse with 3 values, expected 4");
     const TiledAttention short_lse{fwd.output, ColVector::Zero(3)};
     CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, short_lse, dO), std::invalid_argument);
