@@ -32,7 +32,14 @@ TEST_CASE("a stack overflow (a recursion without its base case) is a segfault th
 TEST_CASE("a hang is a time-out, in the function that never returned", "[checker]") {
   const auto r = replay("timeout.case");
   CHECK(r.status == Status::timeout);
-  CHECK(r.message == "timed out after 2 s (an endless loop?), in combine_heads");
+  // (with the input the test case was on, from its INFO: Catch2's handler
+  // of the SIGTERM reported it)
+  CHECK(r.message ==
+        "timed out after 2 s (an endless loop?) [multi_head_attention(X (15, 16), batch 3, n_heads 4)], in "
+        "combine_heads");
+  CHECK(sa::check::without_input(r.message) == "timed out after 2 s (an endless loop?), in combine_heads");
+  CHECK(sa::check::input_context("crashed: abort [decode of ids [0, -1]]") == " [decode of ids [0, -1]]");
+  CHECK(sa::check::input_context("crashed: v[3] read").empty());  // (not at the end: part of the sentence)
 }
 
 TEST_CASE("exit(0) inside an exercise is an early exit, not a pass", "[checker]") {
@@ -53,8 +60,18 @@ TEST_CASE("the input a crashed test case was on stays whole, brackets inside it 
   const auto r = replay("vector_index_input.case");
   CHECK(r.status == Status::crash);
   CHECK(r.message ==
-        "crashed: an index outside a matrix or vector (the check '__n < this->size()' failed) "
+        "crashed: v[i] with i outside the std::vector (i must be below v.size()) "
         "[decode of ids [0, -1] with a vocabulary of 3], in decode");
+}
+
+TEST_CASE("Eigen's 'resize() does not actually allow one to resize' reads as a block of another shape", "[checker]") {
+  // (the assertion's line as a real build printed it, in a case made from
+  // eigen_index.case)
+  const auto r = replay("block_resize.case");
+  CHECK(r.status == Status::crash);
+  CHECK(r.message ==
+        "crashed: a result of another shape assigned to a row, column or block (a block cannot be resized: both "
+        "sides must have the same rows and columns), in multi_head_attention");
 }
 
 TEST_CASE("an uncaught exception of a type that is no std::exception is named by its type", "[checker]") {

@@ -55,21 +55,31 @@ bool report_result(const std::string& report, CaseResult& result) {
 // An abort says more in the process's own words: which assert failed
 // (Eigen's index checks and the reader's assert()s are on in the exercises'
 // build), or what damage glibc found on the heap. `why` is "crashed: abort ...".
-std::string explain_abort(const std::string& why, const std::string& output) {
-  // (the input the test case was on, " [...]" at the end, stays; it may
-  // hold brackets of its own, "[decode of ids [0, -1]]": the '[' that
-  // matches the last ']' is found by counting back)
-  std::string context;
-  if (why.ends_with("]")) {
-    int depth = 0;
-    for (size_t i = why.size(); i-- > 0;) {
-      if (why[i] == ']') ++depth;
-      if (why[i] == '[' && --depth == 0) {
-        if (i > 0 && why[i - 1] == ' ') context = why.substr(i - 1);
-        break;
-      }
-    }
+}  // namespace
+
+// (It may hold brackets of its own, "[decode of ids [0, -1]]": the '['
+// that matches the last ']' is found by counting back.)
+std::string input_context(const std::string& message) {
+  if (!message.ends_with("]")) return "";
+  int depth = 0;
+  for (size_t i = message.size(); i-- > 0;) {
+    if (message[i] == ']') ++depth;
+    if (message[i] == '[' && --depth == 0) return i > 0 && message[i - 1] == ' ' ? message.substr(i - 1) : "";
   }
+  return "";
+}
+
+std::string without_input(const std::string& message) {
+  const size_t in = message.rfind(", in ");
+  const std::string head = in == std::string::npos ? message : message.substr(0, in);
+  const std::string tail = in == std::string::npos ? "" : message.substr(in);
+  return head.substr(0, head.size() - input_context(head).size()) + tail;
+}
+
+namespace {
+
+std::string explain_abort(const std::string& why, const std::string& output) {
+  const std::string context = input_context(why);  // (stays)
   static const std::regex kAssertion("Assertion [`'](.*)' failed");
   static const std::regex kGlibc("^((free|malloc|realloc|double free|corrupted)[^:]*(\\(\\))?:? .*)");
   const std::string assertion = first_match(output, kAssertion, 1);
@@ -139,11 +149,16 @@ std::string explain_assertion(const std::string& a, const std::string& output) {
   if (a.starts_with("size() == other.size()")) return "a dot product of two vectors of different lengths";
   if (a.find("Invalid sizes when resizing a matrix or array") != std::string::npos)
     return "a matrix made with a negative number of rows or columns";
+  if (a.find("DenseBase::resize() does not actually allow one to resize") != std::string::npos)
+    return "a result of another shape assigned to a row, column or block (a block cannot be resized: both sides "
+           "must have the same rows and columns)";
   // The standard library's own checks (on in the exercises' build too).
   if (a.find("_M_is_engaged()") != std::string::npos)
     return "an empty std::optional read with * or -> (it holds no value: test it first, as in if (layer.b))";
   if (a.find("!this->empty()") != std::string::npos)
     return "front(), back() or pop_back() of an empty std::vector";
+  if (a.starts_with("__n < this->size()"))
+    return "v[i] with i outside the std::vector (i must be below v.size())";
   return "";
 }
 
@@ -181,6 +196,9 @@ CaseResult classify(const std::string& test, const CaseEnd& end) {
   } else if (end.timed_out) {
     result.status = Status::timeout;
     why = "timed out after " + std::to_string(end.limit_seconds) + " s (an endless loop?)";
+    // (Catch2's handler of check's SIGTERM reported the input the test case
+    // was on, as for a crash: keep it)
+    if (CaseResult stopped; report_result(end.report, stopped)) why += input_context(stopped.message);
   } else if (!end.exited && end.signal == SIGXFSZ) {
     why = std::string(kCrashed) + " wrote more than " + std::to_string(kOutputLimitBytes >> 20) +
           " MiB to its output or a file and was stopped (a print inside a loop?)";

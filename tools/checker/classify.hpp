@@ -49,6 +49,16 @@ inline constexpr long kOutputLimitBytes = 16L << 20;
 
 CaseResult classify(const std::string& test, const CaseEnd& end);
 
+// The input a test case was on, as the listener appends it to a message
+// from the test's INFO (" [decode of ids [0, -1]]"), when `message` ends
+// with it; else "". A crash's or a hang's message keeps it before its
+// ", in <function>".
+std::string input_context(const std::string& message);
+
+// The message without that input: test cases that broke the same way on
+// different inputs are one group.
+std::string without_input(const std::string& message);
+
 // What the reader's code printed in a test case that did not pass, shown
 // beside its message: the first three lines of the process's own output
 // (Catch2's report goes to a file of its own), each cut at 160 bytes, with
