@@ -12,7 +12,7 @@
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -197,15 +197,25 @@ TEST_CASE("softmax_rows: a row that is all -inf gives zeros, not NaN", "[ch03][s
 }
 
 TEST_CASE("softmax_rows: NaN and +inf are refused", "[ch03][softmax_rows]") {
+  // (each X named: the three calls read alike in a message)
   Matrix X = Matrix::Zero(2, 3);
   X(1, 2) = kNaN;
-  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  {
+    INFO("X (2, 3) of zeros with X[1, 2] = NaN");
+    CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  }
   X(1, 2) = kInf;
-  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  {
+    INFO("X (2, 3) of zeros with X[1, 2] = +inf");
+    CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  }
   X(1, 2) = 0.0f;
   X(0, 0) = kNaN;
   X(0, 1) = -kInf;  // a NaN hidden among masked entries is still a NaN
-  CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  {
+    INFO("X (2, 3) of zeros with X[0, 0] = NaN beside X[0, 1] = -inf");
+    CHECK_THROWS_AS(softmax_rows(X), std::invalid_argument);
+  }
 }
 
 // ===========================================================================
@@ -372,7 +382,10 @@ TEST_CASE("row_entropy: hand-derived values", "[ch03][row_entropy]") {
   INFO("row_entropy of rows (0, 0, 1, 0), (0.5, 0.5, 0, 0), (0.25, 0.25, 0.5, 0), (0, 0, 0, 0): expected 0, log 2, "
        "1.5 log 2, 0");
   REQUIRE(H.size() == 4);
-  for (double h : H) REQUIRE(std::isfinite(h));
+  for (size_t i = 0; i < H.size(); ++i) {
+    INFO(fmt::format("row {}: entropy {}", i, H[i]));
+    REQUIRE(std::isfinite(H[i]));
+  }
   CHECK(H[0] == 0.0);
   CHECK(H[1] == Approx(std::log(2.0)).margin(1e-7));
   CHECK(H[2] == Approx(1.5 * std::log(2.0)).margin(1e-7));

@@ -5,7 +5,7 @@
 // for any input (zeros above the diagonal, one-hot first rows, no NaN).
 #include <fmt/core.h>
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cmath>
 #include <string>
 #include <vector>

@@ -7,7 +7,7 @@
 #include "sa/rng.hpp"
 #include "support/compare.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <cmath>

@@ -7,7 +7,7 @@
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <cmath>

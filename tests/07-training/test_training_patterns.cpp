@@ -10,7 +10,7 @@
 #include "07-training/patterns.hpp"
 #include "support/compare.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <cmath>

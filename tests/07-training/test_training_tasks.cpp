@@ -22,7 +22,7 @@
 #include "sa/paths.hpp"
 #include "sa/rng.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 

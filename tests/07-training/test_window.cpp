@@ -6,7 +6,7 @@
 
 #include "support/compare.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <vector>

@@ -13,7 +13,7 @@
 #include "support/fixtures.hpp"
 #include "support/masks.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 
 #include "support/fixtures.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/core.h>
 
 #include <stdexcept>

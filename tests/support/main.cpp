@@ -23,6 +23,8 @@
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
 
+#include "support/catch.hpp"
+
 #include "sa/exercise.hpp"
 #include "sa/printable.hpp"
 
@@ -46,6 +48,18 @@
 #include <typeinfo>
 #include <utility>
 #include <vector>
+
+namespace sa::test {
+
+namespace {
+const char* volatile running_check = nullptr;
+}  // namespace
+
+RunningThrowsCheck::RunningThrowsCheck(const char* text) noexcept : outer_(running_check) { running_check = text; }
+RunningThrowsCheck::~RunningThrowsCheck() { running_check = outer_; }
+const char* running_throws_check() noexcept { return running_check; }
+
+}  // namespace sa::test
 
 namespace {
 
@@ -188,11 +202,18 @@ Failure describe(const Catch::AssertionStats& stats) {
   const std::string macro(r.getTestMacroName());
   const bool throws_as = macro.find("THROWS_AS") != std::string::npos;
   const bool throws = macro.find("THROWS") != std::string::npos && macro.find("NOTHROW") == std::string::npos;
-  std::string message;
+  std::string message, during;
   if (r.getResultType() == Catch::ResultWas::FatalErrorCondition) {
     // Catch2 caught a signal: name it the way `check` names crashes. (A
     // SIGTERM is `check`'s time limit; `check` reports it as a time-out.)
     message = sa::check::caught_signal_sentence(r.getMessage());
+    // Inside a CHECK_THROWS_AS: the call it was running, and what it should
+    // have thrown (support/catch.hpp). A crash in a refusal test is a
+    // refusal missing.
+    if (const char* running = sa::test::running_throws_check()) {
+      const auto [call, type] = call_and_type(running);
+      during = "in " + call + ", which should throw " + type;
+    }
   } else if (r.getResultType() == Catch::ResultWas::DidntThrowException) {
     if (throws_as) {
       auto [call, type] = call_and_type(r.getExpression());
@@ -211,12 +232,20 @@ Failure describe(const Catch::AssertionStats& stats) {
       if (throws_as) message += " (where " + call_and_type(r.getExpression()).second + " was expected)";
     } else if (throws_as) {
       auto [call, type] = call_and_type(r.getExpression());
-      message = "expected " + type + " from " + call + ": threw " + what;
+      // (the type thrown instead, as the exception in flight says: the text
+      // alone does not tell an out_of_range from an invalid_argument)
+      const std::type_info* thrown = abi::__cxa_current_exception_type();
+      message = "expected " + type + " from " + call + ": threw " + (thrown ? demangle(thrown->name()) + ": " : "") + what;
     } else {
       // (Outside any CHECK, Catch2's expression is a placeholder, "{Unknown
       // expression after the reported line}": no use to the reader.)
       const bool known = r.hasExpression() && !starts_with(r.getExpression(), "{Unknown expression");
-      message = "threw where a result was expected: " + what + (known ? " (in " + r.getExpression() + ")" : "");
+      // Its type too: the text alone is only as good as the reader's own
+      // ("p = 1"). (Catch2 reports from inside its catch block, where the
+      // exception in flight is still known.)
+      const std::type_info* type = abi::__cxa_current_exception_type();
+      message = "threw " + (type ? demangle(type->name()) + " " : std::string()) +
+                "where a result was expected: " + what + (known ? " (in " + r.getExpression() + ")" : "");
     }
   } else if (r.hasMessage()) {
     message = r.getMessage();  // FAIL(...) or a helper's explanation
@@ -234,7 +263,7 @@ Failure describe(const Catch::AssertionStats& stats) {
   if (message.empty()) message = "failed";
   // INFO and CAPTURE say which input; the assertion's own message is copied
   // into this list by Catch2 too, so skip it.
-  std::string context;
+  std::string context = during;
   for (const Catch::MessageInfo& info : stats.infoMessages) {
     // (nor an INFO the message already quotes: a test names its input
     // with INFO so that a crash or an exception says it too)
