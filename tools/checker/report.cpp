@@ -125,7 +125,7 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
   std::map<std::string, std::vector<const CaseResult*>> groups;
   for (const CaseResult& r : chapter.results) {
     if (!broken(r)) continue;
-    const std::string key = group_key(r.message);
+    const std::string key = group_key(without_input(r.message));
     if (!groups.count(key)) keys.push_back(key);
     groups[key].push_back(&r);
   }
@@ -134,7 +134,15 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     const size_t named = same.size() <= 4 ? same.size() : 3;
     for (size_t i = 0; i < named; ++i) out << "      ✗ " << same[i]->test << "\n";
     if (named < same.size()) out << "      ✗ ... and " << same.size() - 3 << " more test cases the same way\n";
-    out << "          " << same.front()->message << "\n";
+    // (each test's input when they share it, or one alone; none for a
+    // group on different inputs, which one input would misname)
+    const auto input_of = [](const std::string& message) {
+      return input_context(message.substr(0, message.rfind(", in ")));
+    };
+    const bool one_input = std::all_of(same.begin(), same.end(), [&](const CaseResult* r) {
+      return input_of(r->message) == input_of(same.front()->message);
+    });
+    out << "          " << (one_input ? same.front()->message : without_input(same.front()->message)) << "\n";
     if (!same.front()->printed.empty()) out << "          it printed: " << printed_text(same.front()->printed) << "\n";
   }
   // So is a wrong answer, in a function the reader believes written: the
