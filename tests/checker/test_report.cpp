@@ -80,6 +80,19 @@ TEST_CASE("test cases that broke the same way share one message, four named at m
         "  04-multi-head          …  in progress   0/5 tests, 5 timed out\n"
         "      ✗ a\n      ✗ b\n      ✗ c\n      ✗ ... and 2 more test cases the same way\n"
         "          timed out after 10 s (an endless loop?), in combine_heads\n");
+  // On different inputs, still one group: its message names no one input.
+  ChapterReport two;
+  two.chapter = "08-efficient-attention";
+  two.results = {{sa::check::Status::timeout, "a", "tiled_attention",
+                  "timed out after 3 s (an endless loop?) [block 0], in tiled_attention", ""},
+                 {sa::check::Status::timeout, "b", "tiled_attention",
+                  "timed out after 3 s (an endless loop?) [block -3], in tiled_attention", ""}};
+  CHECK(sa::check::chapter_text(two, false) ==
+        "  08-efficient-attention …  in progress   0/2 tests, 2 timed out\n"
+        "      ✗ a\n      ✗ b\n          timed out after 3 s (an endless loop?), in tiled_attention\n");
+  // One test case: its input stays.
+  two.results.pop_back();
+  CHECK(sa::check::chapter_text(two, false).find("[block 0], in tiled_attention") != std::string::npos);
 }
 
 TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker]") {
