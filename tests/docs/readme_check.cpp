@@ -21,7 +21,9 @@
 //     decimal numbers may differ by 2% of their value (or one unit, if that
 //     is more). Training amplifies those rounding differences over hundreds
 //     of steps: one run of chapter 7's corpus task ended with a loss of
-//     0.1242 on an AVX2 CPU and 0.1249 under SSE2.
+//     0.1242 on an AVX-512 CPU and 0.1255 with AVX2 code. ```text trained 5%
+//     sets another share, for a block that also shows differences of two
+//     trained numbers (a gap between two losses moves by more than either).
 //  3. The numbered headings "## N. Title" are the chapter program's "Step N.
 //     Title" lines, one for one, in order, with the same titles (another
 //     program's steps are its own, not the chapter's).
@@ -214,8 +216,13 @@ std::vector<Block> output_blocks(const std::vector<std::string>& readme) {
     const std::string language = normalise(readme[i].substr(3));
     size_t end = i + 1;
     while (end < readme.size() && readme[end].rfind("```", 0) != 0) ++end;
-    if (language.empty() || language == "text" || language == "text trained") {
-      Block b{i + 2, {}, {}, language == "text trained" ? kTrained : 0.0};
+    // ("text trained 5%": a block whose numbers training moves further,
+    // differences of two trained numbers, say)
+    static const std::regex kTrainedPercent("text trained ([0-9]+)%");
+    std::smatch percent;
+    const bool trained_percent = std::regex_match(language, percent, kTrainedPercent);
+    if (language.empty() || language == "text" || language == "text trained" || trained_percent) {
+      Block b{i + 2, {}, {}, trained_percent ? std::stod(percent[1]) / 100 : language == "text trained" ? kTrained : 0.0};
       for (size_t j = i + 1; j < end; ++j) {
         const std::string l = normalise(readme[j]);
         b.omission.push_back(is_omission(l));
@@ -668,6 +675,10 @@ int self_test() {
          {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 0);
   expect("a trained excerpt beyond 2%", {"## 1. Scores", "```text trained", "  loss -3.3000, accuracy 98.0%", "```"},
          {"Step 1. Scores", "  loss -3.2251, accuracy 99.2%"}, 1);
+  expect("a trained excerpt within its own 5%", {"## 1. Scores", "```text trained 5%", "  gap 0.1423", "```"},
+         {"Step 1. Scores", "  gap 0.1463"}, 0);
+  expect("a trained excerpt beyond its own 5%", {"## 1. Scores", "```text trained 5%", "  gap 0.1423", "```"},
+         {"Step 1. Scores", "  gap 0.1503"}, 1);
   // Another program's output (chapter 7's analysis command): its excerpts
   // are checked, its steps are not the chapter's, and an excerpt must lie
   // within one output.
