@@ -452,3 +452,17 @@ TEST_CASE("shown_path: a path as the reader types it from the folder the program
   fs::current_path(was);
   fs::remove_all(root);
 }
+
+TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_CORETYPE only as far as it is true",
+          "[common][measure]") {
+  CHECK(measure::openblas_kernels("-", "-").empty());
+  CHECK(measure::openblas_kernels("Haswell", "-") == ", its Haswell kernels");
+  // blas.py asked for SkylakeX over the environment's Haswell (an AVX-512 CPU).
+  CHECK(measure::openblas_kernels("SkylakeX", "Haswell") ==
+        ", its SkylakeX kernels (this environment sets OPENBLAS_CORETYPE=Haswell; OpenBLAS ran its SkylakeX "
+        "kernels, the AVX-512 ones this CPU has, which are faster)");
+  // An AVX2 CPU whose environment asks for SkylakeX: OpenBLAS falls back.
+  CHECK(measure::openblas_kernels("Haswell", "SkylakeX") ==
+        ", its Haswell kernels (this environment sets OPENBLAS_CORETYPE=SkylakeX; OpenBLAS ran its Haswell "
+        "kernels instead)");
+}

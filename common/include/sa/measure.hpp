@@ -196,9 +196,12 @@ inline double gemm_peak_cpu_gflops(Generator& gen) {
 inline std::string openblas_kernels(const std::string& kernels, const std::string& asked) {
   if (kernels.empty() || kernels == "-") return "";
   std::string s = ", its " + kernels + " kernels";
+  // (blas.py asks for the SkylakeX kernels on a CPU with AVX-512, over the
+  // environment's choice; on another CPU OpenBLAS may refuse what the
+  // environment asked for: only the first case is the faster kernels)
   if (!asked.empty() && asked != "-" && asked != kernels)
-    s += " (this environment sets OPENBLAS_CORETYPE=" + asked +
-         "; the peer is timed with the AVX-512 kernels this CPU runs, which are faster)";
+    s += " (this environment sets OPENBLAS_CORETYPE=" + asked + "; OpenBLAS ran its " + kernels + " kernels" +
+         (kernels == "SkylakeX" ? ", the AVX-512 ones this CPU has, which are faster)" : " instead)");
   return s;
 }
 
