@@ -12,11 +12,9 @@
 
 namespace sa::ch5 {
 
+// The cells' values are written while the cells are large enough to read
+// them (sa::plot decides, from the cell size).
 void draw_figures(Figures& figures, const FigureData& d) {
-  const int64_t seq_len = int64_t(d.tokens.size());
-  // Cell numbers only while they stay readable.
-  const bool annotate = seq_len <= 10;
-
   figures.draw("causal_triptych.png", [&](const std::string& path) {
     plot::Heatmap mask;
     mask.title = "1. causal mask (1 = allowed)";
@@ -37,7 +35,6 @@ void draw_figures(Figures& figures, const FigureData& d) {
     for (plot::Heatmap* h : {&mask, &scores, &weights}) {
       h->row_labels = d.tokens;
       h->col_labels = d.tokens;
-      h->annotate = annotate;
     }
     return plot::heatmap_grid(path, "Causal masking: mask, scores with -inf above the diagonal, weights", 1, 3,
                               {mask, scores, weights}, 520);
@@ -47,10 +44,7 @@ void draw_figures(Figures& figures, const FigureData& d) {
     plot::Heatmap bi = plot::weights_heatmap("bidirectional: every query sees every key", d.bidirectional_weights,
                                              d.tokens);
     plot::Heatmap causal = plot::weights_heatmap("causal: query i sees keys 0..i", d.causal_weights, d.tokens);
-    for (plot::Heatmap* h : {&bi, &causal}) {
-      h->cblabel = "weight";
-      h->annotate = annotate;
-    }
+    for (plot::Heatmap* h : {&bi, &causal}) h->cblabel = "weight";
     return plot::heatmap_grid(path, "The same scores, without and with the causal mask (one head, d_k = d_model)", 1, 2,
                               {bi, causal}, 560);
   });
@@ -73,7 +67,6 @@ void draw_figures(Figures& figures, const FigureData& d) {
       plot::Heatmap p = plot::weights_heatmap(fmt::format("head {}: H {:.2f} nats, focus {:.2f}", h, mean_h, focus(w)),
                                               w, d.tokens);
       p.cblabel = "weight";
-      p.annotate = annotate && n <= 8;
       panels.push_back(p);
     }
     const int panel_px = n <= 4 ? 480 : n <= 16 ? 360 : 240;
@@ -92,7 +85,6 @@ void draw_figures(Figures& figures, const FigureData& d) {
             pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)],
             padded_labels(d.tokens, d.lengths[size_t(b)]));
         p.cblabel = "weight";
-        p.annotate = annotate;
         panels.push_back(p);
       }
     return plot::heatmap_grid(path, "A padded batch: weights per sequence (top: padding only; bottom: with causal)", 2,

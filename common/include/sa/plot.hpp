@@ -36,6 +36,8 @@ struct Heatmap {
   std::string cblabel;                  // colour bar label
   std::optional<double> vmin, vmax;     // colour range; default: data range
   // Write values in the cells: default when the matrix is at most 12 x 12.
+  // Only where they can be read: cells too small for them at 8.5 pt stay
+  // blank even when asked for.
   std::optional<bool> annotate;
   int decimals = 2;
   bool diverging = false;               // blue-white-red palette centred on 0
@@ -144,8 +146,24 @@ struct Diagram {
 
 // Each returns the path written (empty when figures are skipped) and throws
 // std::runtime_error with one line if gnuplot fails.
+//
+// Heatmaps have square cells, and their margins are sized from the labels
+// they hold: key labels too long to stand upright under their cell are
+// turned by 45 degrees (90 when the cells are narrow), and labels too
+// close together are thinned to every k-th (numbers in round steps).
+//
+// A heatmap fills a canvas of width x height with the largest cells that
+// fit; labels so long that the plot would shrink below 160 px make the
+// canvas larger.
 std::string heatmap(const std::string& png_path, const Heatmap& h, int width = 800, int height = 700);
 // A rows x cols grid of heatmaps (for example layers x heads), one title.
+// panel_px sets the cell size: the largest matrix's cells take about
+// panel_px - 160 px (a panel of panel_px with short labels), but rows are
+// kept a line of text high and columns of words wide enough for slanted
+// labels while that at most doubles it. Panels with long labels make the
+// figure larger rather than their cells smaller. Panels on one colour
+// scale (same range and colour-bar title) share one colour bar, right of
+// the grid.
 std::string heatmap_grid(const std::string& png_path, const std::string& title, int rows, int cols,
                          const std::vector<Heatmap>& panels, int panel_px = 420);
 std::string lines(const std::string& png_path, const LinePlot& p, int width = 900, int height = 600);

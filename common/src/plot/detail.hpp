@@ -39,6 +39,11 @@
 //    the range drawn when placing the legend. Log axes get explicit tics,
 //    since gnuplot labels only whole decades and a range inside one decade
 //    got one labelled tic or none.
+//  * Heatmaps (heatmap.cpp) are laid out by us to the pixel: gnuplot sizes
+//    margins before it knows how far rotated tic labels reach, then applies
+//    `set size ratio`, and squeezed the cells. Their margins are measured
+//    from the text (label_px) and set `at screen`; titles, axis titles and
+//    the colour bar are placed the same way.
 //  * Front arrows are drawn after front labels, so a `set arrow` would
 //    strike through any label; reference lines are plot elements instead.
 //
@@ -149,6 +154,18 @@ std::size_t text_width(std::string_view s);
 std::size_t longest(const std::vector<std::string>& labels);
 // Width in pixels of `chars` characters of text at `pt` points.
 double text_px(std::size_t chars, double pt, bool digits = false);
+// Width in pixels of the text s at `pt` points, measured with the font's
+// own character widths (for tic labels, where an average would clip or pad).
+double label_px(std::string_view s, double pt);
+// Pixels of the widest line of s: measured with label_px when exact, else
+// estimated with text_px.
+double widest_line_px(std::string_view s, double pt, bool exact);
+
+// A title fitted to about avail_px: set smaller, down to min_pt, then on
+// two lines ('\n'). Returns the text and its size. Its width is estimated
+// from the number of characters, or measured with label_px when exact.
+std::pair<std::string, double> fit_title(const std::string& title, double avail_px, double pt, double min_pt,
+                                         bool exact = false);
 
 // `set title ...` for a title that fits across about avail_px: set smaller,
 // down to min_pt, then on two lines.
@@ -158,6 +175,7 @@ std::string title_command(const std::string& title, double avail_px, double pt, 
 struct PageTitle {
   std::string command;  // `set multiplot title ...` + newline
   int px;               // the band above the panels it needs
+  int width;            // the width it needs (wider than the canvas: it is cut at the edges)
 };
 PageTitle page_title(const std::string& title, int width, double pt, double min_pt, int one_line_px);
 

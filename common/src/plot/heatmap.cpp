@@ -1,6 +1,7 @@
 // Heatmaps: one matrix as coloured cells (heatmap, weights_heatmap for
 // attention weights), and a grid of them under one title (heatmap_grid).
-// heatmap_panel draws one, whole figure or multiplot panel alike.
+// measure sizes a panel from its text, draw_panel draws it, whole figure or
+// multiplot panel alike.
 
 #include "detail.hpp"
 
@@ -11,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace sa::plot {
 
@@ -94,90 +97,381 @@ std::string cell_text(float v, int decimals) {
   return s;
 }
 
-// Estimates shared by heatmap_panel and heatmap_grid (which picks one
-// label rotation for all its panels).
+// ---- Layout ---------------------------------------------------------------
+//
+// The layout is ours, not gnuplot's. gnuplot sizes its margins before it
+// knows how far rotated tic labels reach and then applies `set size ratio`,
+// so long keys squeezed the cells into short, wide strips (or slivers in a
+// grid) and pushed labels over each other. Here every text a panel holds is
+// measured (label_px), the margins around the plot area are sized from
+// those measures, and the plot area, colour bar, titles and legend are
+// placed in pixels: `set margin at screen`, `set colorbox user`, labels at
+// screen positions. Cells are square by construction, and long labels make
+// the canvas larger instead of the cells smaller.
 
-// Characters of the longest tic label on an axis of n cells (the indices
-// when there are no labels).
-std::size_t tic_chars(const std::vector<std::string>& labels, std::size_t n) {
-  return labels.empty() ? std::to_string(n).size() : longest(labels);
+// Distances in pixels, measured on pngcairo where gnuplot decides them.
+constexpr double kPad = 8;         // a panel's edge to its outermost text
+constexpr double kTicGap = 9;      // the plot border to its tic labels (gnuplot's, at tic scale 0)
+constexpr double kAxisGap = 6;     // tic labels to the axis title
+constexpr double kTitleGap = 10;   // a panel's title to its plot area
+constexpr double kBarGap = 14;     // the plot area to its colour bar or legend
+constexpr double kBarWidth = 16;
+constexpr double kBarTicGap = 10;  // the colour bar to its tic labels (gnuplot's)
+constexpr double kMinBarPx = 120;  // a colour bar shorter than this reads badly: it grows past a low plot
+constexpr double kMinValuePt = 8.5;  // cell values smaller than this are not written
+constexpr double kColumnGap = 24;  // between the panels of a grid
+constexpr double kRowGap = 12;
+constexpr double kSin45 = 0.7071;
+// Labels at 45 degrees need cells this many em wide to keep clear of each
+// other (their lines are 0.71 of a cell apart).
+constexpr double kSlantedEm = 1.7;
+
+// The em of type set at `pt` points, and a line of it (DejaVu Sans: ascent
+// plus descent, 1.16 em), in pixels.
+double em_px(double pt) { return pt * kPxPerPt; }
+double line_px(double pt) { return 1.17 * pt * kPxPerPt; }
+
+// A panel's type sizes, all following its tic labels'.
+struct Type {
+  double tic;
+  double axis() const { return tic + 1; }   // "key", "query"
+  double title() const { return tic + 3; }  // the panel's title
+  double bar() const { return tic; }        // the colour bar's numbers
+};
+
+// One axis's tic labels: the text at each position (the indices when the
+// heatmap has none), every stride-th shown, turned by `rotate` degrees
+// (x axis: 0, 45 or 90).
+struct Tics {
+  std::vector<std::string> text;
+  std::size_t stride = 1;
+  int rotate = 0;
+  double widest = 0;  // px, of the labels shown
+};
+
+std::vector<std::string> labels_or_indices(const std::vector<std::string>& labels, std::size_t n) {
+  if (!labels.empty()) return labels;
+  std::vector<std::string> indices;
+  for (std::size_t i = 0; i < n; ++i) indices.push_back(std::to_string(i));
+  return indices;
 }
 
-// Pixels a tic label character takes at pt points, as wide as a digit.
-double tic_char_px(double pt) { return 0.62 * pt * kPxPerPt; }
-
-// A cell's width in a panel panel_px wide: the colour bar, axis labels
-// and margins take about 200 px, the row labels ylab_chars characters, and
-// the columns share the rest.
-double cell_width(double panel_px, std::size_t ylab_chars, double char_px, std::size_t cols) {
-  return (panel_px - 200.0 - ylab_chars * char_px) / static_cast<double>(cols);
+// Labels that are numbers (positions, tile offsets; blanks allowed) are
+// thinned to every k-th rather than turned: "0 2 4 6" reads better than ten
+// numbers standing on end. Words are turned, since each one matters.
+bool all_numbers(const std::vector<std::string>& labels) {
+  return std::all_of(labels.begin(), labels.end(), [](const std::string& l) {
+    return l.find_first_not_of("0123456789-.") == std::string::npos;
+  });
 }
 
-// Emits one heatmap (a whole figure, or one multiplot panel) into `s`.
-// width/height: the pixels this panel occupies; id: unique datablock suffix;
-// base_pt: font size of tic labels (titles are a little larger).
-// scale: the panel's share of the page ("1,1", or "0.25,0.47" in a grid).
-// rotate: in a grid, one key-label rotation for every panel (else the panel
-// decides), so that matrices of one shape draw at one size.
-void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, double height, double base_pt,
-                   const std::string& scale_xy = "1,1", std::optional<int> rotate_labels = std::nullopt) {
-  const auto rows = static_cast<std::size_t>(h.values.rows());
-  const auto cols = static_cast<std::size_t>(h.values.cols());
-  const ColourScale scale = heatmap_scale(h);
-  const double char_px = tic_char_px(base_pt);
+// The smallest round step (1, 2, 4, 5, 8, 10, 20, ...) of at least k.
+std::size_t round_step(std::size_t k) {
+  for (std::size_t base = 1;; base *= 10)
+    for (std::size_t step : {base, 2 * base, 4 * base, 5 * base, 8 * base})
+      if (step >= k) return step;
+}
 
-  // Estimate the plot area to size the cell text: tic labels, axis labels,
-  // title, and the colour bar take the margins.
-  const std::size_t ylab_chars = tic_chars(h.row_labels, rows);
-  const std::size_t xlab_chars = tic_chars(h.col_labels, cols);
-  const double est_cell_w = cell_width(width, ylab_chars, char_px, cols);
-  // Rotate the key labels when they would not fit side by side.
-  const double xlab_slot = est_cell_w * static_cast<double>(tic_stride(!h.col_labels.empty(), cols));
-  const int rotate =
-      rotate_labels ? *rotate_labels : xlab_chars * char_px > 0.9 * xlab_slot ? (cols > 24 ? 90 : 45) : 0;
-  const double xlab_h = rotate ? std::min<double>(xlab_chars, 16) * char_px * (rotate == 90 ? 1.0 : 0.72) + 12 : 24;
-  const double est_cell_h = (height - 110.0 - xlab_h) / static_cast<double>(rows);
-  const double cell_px = std::max(1.0, std::min(est_cell_w, est_cell_h));
+// Every stride-th of n labels, each given `need` pixels along an axis of
+// cells `cell` wide: round steps for numbers, and for bare indices also at
+// most 16 of them (64 positions read 0, 4, 8, ...). Labels with blanks
+// among them have been thinned by the caller ("0", "", "", "", "", "5"):
+// all are kept.
+std::size_t stride_for(const std::vector<std::string>& text, double need, double cell, bool numbers, bool indices) {
+  const std::size_t n = text.size();
+  if (std::any_of(text.begin(), text.end(), [](const std::string& l) { return l.empty(); })) return 1;
+  auto k = static_cast<std::size_t>(std::max(1.0, std::ceil(need / cell - 1e-9)));
+  if (indices) k = std::max(k, (n + 15) / 16);
+  return numbers ? round_step(k) : k;
+}
 
-  // Cell text: as large as fits, never larger than the tic labels + 1 pt.
-  std::vector<std::string> texts(rows * cols);
-  std::size_t text_chars = 1;
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      texts[i * cols + j] = cell_text(h.values(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)), h.decimals);
-      text_chars = std::max(text_chars, texts[i * cols + j].size());
+double widest_shown(const Tics& t, double pt) {
+  double w = 0;
+  for (std::size_t i = 0; i < t.text.size(); i += t.stride) w = std::max(w, label_px(t.text[i], pt));
+  return w;
+}
+
+// The key (x) labels for cells `cell` wide: upright when the widest fits
+// its cell (numbers: when every k-th fits), else at 45 degrees while the
+// slanted lines keep clear of each other, else at 90, else every k-th at
+// 90. `rotate` forces an angle (a grid turns every panel's keys alike).
+Tics x_tics(const Heatmap& h, double cell, double pt, std::optional<int> rotate = std::nullopt) {
+  const auto n = static_cast<std::size_t>(h.values.cols());
+  Tics t;
+  t.text = labels_or_indices(h.col_labels, n);
+  const bool numbers = all_numbers(t.text), indices = h.col_labels.empty();
+  double widest = 0;
+  for (const std::string& l : t.text) widest = std::max(widest, label_px(l, pt));
+  const double em = em_px(pt), upright = widest + 0.5 * em;
+  t.rotate = rotate ? *rotate : numbers || upright <= cell ? 0 : cell >= kSlantedEm * em ? 45 : 90;
+  t.stride = stride_for(t.text, t.rotate == 0 ? upright : t.rotate == 45 ? kSlantedEm * em : 1.1 * em, cell,
+                        numbers, indices);
+  t.widest = widest_shown(t, pt);
+  return t;
+}
+
+// The query (y) labels: upright, every k-th when the rows are lower than
+// a line of text.
+Tics y_tics(const Heatmap& h, double cell, double pt) {
+  const auto n = static_cast<std::size_t>(h.values.rows());
+  Tics t;
+  t.text = labels_or_indices(h.row_labels, n);
+  t.stride = stride_for(t.text, 1.1 * em_px(pt), cell, all_numbers(t.text), h.row_labels.empty());
+  t.widest = widest_shown(t, pt);
+  return t;
+}
+
+// How far the key labels reach below the plot area (from its border).
+double x_tics_depth(const Tics& t, double pt) {
+  const double line = line_px(pt);
+  const double reach = t.rotate == 0 ? line : t.rotate == 45 ? kSin45 * (t.widest + 0.5 * line) : t.widest;
+  return kTicGap + reach;
+}
+
+// How far the key labels reach past the plot area's left (right = false:
+// right) border, in pixels; negative when they stay inside. A label at 45
+// degrees ends at its tic and runs down to the left.
+double x_tics_overhang(const Tics& t, double cell, double pt, bool left) {
+  const double line = line_px(pt);
+  double reach = -1e9;
+  for (std::size_t j = 0; j < t.text.size(); j += t.stride) {
+    const double w = label_px(t.text[j], pt);
+    const double room = (left ? static_cast<double>(j) + 0.5 : static_cast<double>(t.text.size() - j) - 0.5) * cell;
+    const double out = t.rotate == 0 ? w / 2 : t.rotate == 90 ? line / 2 : left ? kSin45 * (w + 0.5 * line) : line / 2;
+    reach = std::max(reach, out - room);
+  }
+  return reach;
+}
+
+// Tic labels as gnuplot's explicit list `('the' 0, 'cat' 1, ...)`.
+std::string tic_command(const Tics& t) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < t.text.size(); i += t.stride) {
+    s += fmt::format("{}{} {}", i ? ", " : "", gq(t.text[i], false), i);
+  }
+  return s + ")";
+}
+
+// The colour bar's tics: round values (1, 2 or 5 times a power of ten),
+// about one every 36 px of a bar `px` tall, 3 to 9 of them, written with
+// one number of decimals (0.00, 0.05, 0.10 rather than 0, 0.05, 0.1).
+struct BarTics {
+  std::vector<double> at;
+  std::vector<std::string> text;
+  double widest = 0;  // px
+};
+
+BarTics bar_tics(const ColourScale& scale, double px, double pt) {
+  const double span = scale.hi - scale.lo, raw = span / std::clamp(std::floor(px / 36), 2.0, 8.0);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+  const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
+  BarTics b;
+  for (double k = std::ceil(scale.lo / step - 1e-9); k * step <= scale.hi + 1e-9 * span; ++k) {
+    const double v = k * step;
+    std::string text = fmt::format("{:.{}f}", v, decimals);
+    if (text.find_first_not_of("-0.") == std::string::npos && text[0] == '-') text.erase(0, 1);  // no "-0.0"
+    b.widest = std::max(b.widest, label_px(text, pt));
+    b.at.push_back(v);
+    b.text.push_back(std::move(text));
+  }
+  return b;
+}
+
+// What sits right of a panel's plot area: its colour bar, its legend of
+// categories, or nothing (a grid's panels on one scale share one bar).
+enum class Side { bar, legend, none };
+
+// One heatmap panel measured: its cells, labels and margins, in pixels.
+struct Panel {
+  const Heatmap* h = nullptr;
+  std::size_t rows = 0, cols = 0;
+  ColourScale scale{};
+  Type type{};
+  double cell = 0;
+  Tics x, y;
+  Side side = Side::bar;
+  BarTics bar;
+  bool ylabel = true;  // write the y axis title (a grid writes one every panel shares once, on the left)
+  std::vector<std::string> values;  // the cells' texts, row by row
+  double value_pt = 0;              // 0: the cells stay blank
+  std::string title;
+  double title_pt = 0;
+  // Margins around the plot area.
+  double left = 0, right = 0, top = 0, bottom = 0;
+
+  double plot_w() const { return static_cast<double>(cols) * cell; }
+  double plot_h() const { return static_cast<double>(rows) * cell; }
+  // The height of what sits right of the plot area (from its top edge).
+  double side_h() const {
+    if (side == Side::bar) return std::max(plot_h(), kMinBarPx);
+    if (side == Side::legend) return 1.5 * line_px(type.tic) * static_cast<double>(h->categories.size());
+    return 0;
+  }
+  double width() const { return left + plot_w() + right; }
+  double height() const { return top + std::max(plot_h() + bottom, side_h() + kPad); }
+};
+
+// The width of a colour bar with its numbers and title.
+double bar_block(const BarTics& b, const Heatmap& h, const Type& type) {
+  return kBarGap + kBarWidth + kBarTicGap + b.widest + (h.cblabel.empty() ? 0 : kAxisGap + line_px(type.axis())) +
+         kPad;
+}
+
+// Measures heatmap h drawn with cells `cell` pixels wide (all but the
+// title, see fit_panel_title).
+Panel measure(const Heatmap& h, double cell, const Type& type, Side side, bool ylabel,
+              std::optional<int> rotate = std::nullopt) {
+  Panel p;
+  p.h = &h;
+  p.rows = static_cast<std::size_t>(h.values.rows());
+  p.cols = static_cast<std::size_t>(h.values.cols());
+  p.scale = heatmap_scale(h);
+  p.type = type;
+  p.cell = cell;
+  p.side = side;
+  p.ylabel = ylabel && !h.ylabel.empty();
+  p.x = x_tics(h, cell, type.tic, rotate);
+  p.y = y_tics(h, cell, type.tic);
+
+  // The values, in the largest type that fits the cell (never above the
+  // tic labels' + 1 pt), or none when that is below kMinValuePt.
+  double widest_em = 0;
+  for (std::size_t i = 0; i < p.rows; ++i) {
+    for (std::size_t j = 0; j < p.cols; ++j) {
+      p.values.push_back(cell_text(h.values(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)), h.decimals));
+      widest_em = std::max(widest_em, label_px(p.values.back(), 1.0) / kPxPerPt);
     }
   }
-  double cell_pt = std::min({base_pt + 1.0, cell_px * 0.85 / (text_chars * 0.62 * kPxPerPt), cell_px * 0.4 / kPxPerPt});
-  bool annotate = h.annotate.value_or(rows <= 12 && cols <= 12);
-  if (cell_pt < 6.0) {
-    if (!h.annotate) annotate = false;  // too small to read: only when asked
-    cell_pt = 6.0;
+  const double fit_pt = std::min({type.tic + 1, 0.8 * cell / (widest_em * kPxPerPt), 0.42 * cell / kPxPerPt});
+  if (h.annotate.value_or(p.rows <= 12 && p.cols <= 12) && fit_pt >= kMinValuePt) p.value_pt = fit_pt;
+
+  const double axis_line = line_px(type.axis());
+  p.left = std::max(kPad + (p.ylabel ? axis_line + kAxisGap : 0) + p.y.widest + kTicGap,
+                    kPad + x_tics_overhang(p.x, cell, type.tic, true));
+  if (side == Side::bar) {
+    p.bar = bar_tics(p.scale, p.side_h(), type.bar());
+    p.right = bar_block(p.bar, h, type);
+  } else if (side == Side::legend) {
+    double widest = 0;
+    for (const std::string& c : h.categories) widest = std::max(widest, label_px(c, type.tic));
+    p.right = kBarGap + em_px(type.tic) + 6 + widest + kPad;
+  } else {
+    p.right = kPad;
   }
+  p.right = std::max(p.right, kPad + x_tics_overhang(p.x, cell, type.tic, false));
+  p.bottom = x_tics_depth(p.x, type.tic) + (h.xlabel.empty() ? 0 : kAxisGap + axis_line) + kPad;
+  p.top = kPad;
+  return p;
+}
+
+// The title fitted to `avail` pixels (smaller, then on two lines), at
+// most `pt` points (default: the panel's title size), and the top margin
+// it needs.
+void fit_panel_title(Panel& p, double avail, std::optional<double> pt = std::nullopt) {
+  if (p.h->title.empty()) return;
+  std::tie(p.title, p.title_pt) = fit_title(p.h->title, avail, pt.value_or(p.type.title()), p.type.tic, true);
+  const auto lines = static_cast<double>(1 + std::count(p.title.begin(), p.title.end(), '\n'));
+  p.top = kPad + lines * line_px(p.title_pt) + kTitleGap;
+}
+
+// Pixel positions on the canvas as gnuplot's screen coordinates (0 at the
+// bottom left, 1 at the top right).
+struct Canvas {
+  double w, h;
+  std::string x(double px) const { return fmt::format("{:.5f}", px / w); }
+  std::string y(double py) const { return fmt::format("{:.5f}", 1 - py / h); }
+};
+
+// Where a panel goes: its plot area's top-left corner, the panel's left
+// and right edges (a title wider than the plot area stays between them),
+// and how far below the plot area its key labels reach (in a grid, the
+// deepest of its row, so that the axis titles of a row line up).
+struct Place {
+  double x, y;
+  double box_left, box_right;
+  double tics_depth;
+};
+
+// The colour bar a grid's panels share, drawn by one of them.
+struct SharedBar {
+  double x, y, h;  // the bar's left edge, top and height, px
+  BarTics tics;
+};
+
+// A label at pixel (x, y) of the canvas, its (first) line centred on y;
+// `align` is center, left or right.
+std::string text_at(const Canvas& cv, int tag, const std::string& text, double x, double y, const char* align,
+                    double pt, bool vertical = false) {
+  return fmt::format("set label {} {} at screen {}, screen {} {}{} front tc rgb '#1a1a1a' font ',{:.3g}'\n", tag,
+                     gq(text), cv.x(x), cv.y(y), align, vertical ? " rotate by 90" : "", pt);
+}
+
+// x for a text `w` wide centred on `centre`, moved as little as needed to
+// stay between lo and hi.
+double centred_within(double centre, double w, double lo, double hi) {
+  return std::clamp(centre, lo + w / 2, std::max(lo + w / 2, hi - w / 2));
+}
+
+// Emits one measured panel at `at` on the canvas (a whole figure or one
+// multiplot panel). id: unique datablock suffix; shared: the grid's one
+// colour bar, when this panel draws it.
+void draw_panel(std::string& s, const Panel& p, int id, const Canvas& cv, const Place& at,
+                const std::optional<SharedBar>& shared = std::nullopt) {
+  const Heatmap& h = *p.h;
+  const std::size_t rows = p.rows, cols = p.cols;
+  const Type& type = p.type;
+  const double x0 = at.x, y0 = at.y, x1 = x0 + p.plot_w(), y1 = y0 + p.plot_h();
 
   // Fresh panel: clear what the previous multiplot panel set.
-  s += "unset label\nunset arrow\nunset object\nunset logscale\nunset key\nunset grid\nset view map\n";
+  s += "unset label\nunset arrow\nunset object\nunset logscale\nunset key\nunset grid\nunset title\n";
+  s += "unset xlabel\nunset ylabel\nunset cblabel\nset view map\n";
+  s += "set border 15 lw 1 lc rgb '#808080'\n";
+  // The plot area, exactly: cells are square because its sides are.
+  s += fmt::format("set lmargin at screen {}\nset rmargin at screen {}\n", cv.x(x0), cv.x(x1));
+  s += fmt::format("set tmargin at screen {}\nset bmargin at screen {}\n", cv.y(y0), cv.y(y1));
   // Tic labels take the border's colour unless told otherwise.
-  s += "set border 15 lw 1 lc rgb '#808080'\nset tics scale 0 textcolor rgb '#1a1a1a'\n";
-  s += "set size ratio -1 " + scale_xy + "\n";  // square cells
-  // The title is centred on the square plot area; about width - 90 px fit.
-  s += title_command(h.title, width - 90.0, base_pt + 3, base_pt);
-  s += fmt::format("set xlabel {} font ',{}'\nset ylabel {} font ',{}'\n", gq(h.xlabel), base_pt + 1, gq(h.ylabel),
-                   base_pt + 1);
-  // Clear of the colour bar's tic labels, which gnuplot does not measure.
-  s += fmt::format("set cblabel {} font ',{}' offset 1.5,0\n", gq(h.cblabel), base_pt);
-  s += fmt::format("set xtics {} font ',{}'", tic_list(h.col_labels, cols), base_pt);
-  s += rotate ? fmt::format(" rotate by {} right\n", rotate) : std::string(" norotate\n");
-  s += fmt::format("set ytics {} font ',{}'\n", tic_list(h.row_labels, rows), base_pt);
-  s += fmt::format("set cbtics font ',{}'\nset format cb '%g'\n", base_pt - 1);
-  s += "set colorbox default vertical\n";
+  s += "set tics scale 0 nomirror textcolor rgb '#1a1a1a'\n";
+  s += fmt::format("set xtics {} font ',{}'", tic_command(p.x), type.tic);
+  s += p.x.rotate ? fmt::format(" rotate by {} right\n", p.x.rotate) : std::string(" norotate\n");
+  s += fmt::format("set ytics {} font ',{}'\n", tic_command(p.y), type.tic);
+
+  // Titles and axis titles as labels placed by us (gnuplot would place
+  // them by its own estimate of the tic labels).
+  int tag = 1;
+  const double line = line_px(type.axis());
+  if (!p.title.empty()) {
+    const double w = widest_line_px(p.title, p.title_pt, true);
+    const auto lines = static_cast<double>(1 + std::count(p.title.begin(), p.title.end(), '\n'));
+    const double first = y0 - kTitleGap - (lines - 0.5) * line_px(p.title_pt);
+    const double cx = centred_within((x0 + x1) / 2, w, at.box_left + kPad, at.box_right - kPad);
+    s += text_at(cv, tag++, p.title, cx, first, "center", p.title_pt);
+  }
+  if (!h.xlabel.empty()) {
+    const double cx = centred_within((x0 + x1) / 2, label_px(h.xlabel, type.axis()), at.box_left + kPad,
+                                     at.box_right - kPad);
+    s += text_at(cv, tag++, h.xlabel, cx, y1 + at.tics_depth + kAxisGap + line / 2, "center", type.axis());
+  }
+  if (p.ylabel) {  // beside this panel's own row labels
+    s += text_at(cv, tag++, h.ylabel, x0 - p.left + kPad + line / 2, (y0 + y1) / 2, "center", type.axis(), true);
+  }
+
   // Column j at x = j, row i at y = i; the y axis runs downwards (reversed
   // range), so row 0 is at the top like a table.
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", cols - 0.5, rows - 0.5);
+  // The colour bar: this panel's own beside it, the grid's shared one, or none.
+  const SharedBar* bar = nullptr;
+  std::optional<SharedBar> own;
+  if (p.side == Side::bar) {
+    own = SharedBar{x1 + kBarGap, y0, p.side_h(), p.bar};
+    bar = &*own;
+  } else if (shared) {
+    bar = &*shared;
+  }
   if (h.categories.empty()) {
     // (maxcolors 0: every shade again, should a categorical panel come before)
-    s += fmt::format("set cbrange [{:.10g}:{:.10g}]\nset palette maxcolors 0\n", scale.lo, scale.hi);
-    s += scale.command();
+    s += fmt::format("set cbrange [{:.10g}:{:.10g}]\nset palette maxcolors 0\n", p.scale.lo, p.scale.hi);
+    s += p.scale.command();
   } else {
     // n flat colours: value k sits in the middle of the k-th of n equal
     // slices of the range, and `maxcolors n` keeps gnuplot from blending.
@@ -186,16 +480,42 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
                      std::max<std::size_t>(n, 2));
     for (std::size_t k = 0; k < std::max<std::size_t>(n, 2); ++k)
       s += fmt::format("{}{} '{}'", k ? ", " : "", k, rgb_hex(category_rgb(h, std::min(k, n - 1))));
-    s += ")\nunset colorbox\n";
-    s += fmt::format("set key outside right center vertical Left reverse samplen 1.2 spacing 1.4 font ',{}'\n",
-                     base_pt);
+    s += ")\n";
+  }
+  if (bar) {
+    s += fmt::format("set colorbox user origin screen {}, screen {} size screen {}, screen {}\n", cv.x(bar->x),
+                     cv.y(bar->y + bar->h), num(kBarWidth / cv.w), num(bar->h / cv.h));
+    std::string list;
+    for (std::size_t k = 0; k < bar->tics.at.size(); ++k)
+      list += fmt::format("{}{} {:.10g}", k ? ", " : "", gq(bar->tics.text[k]), bar->tics.at[k]);
+    s += fmt::format("set cbtics ({}) scale 0 font ',{}'\n", list, type.bar());
+    if (!h.cblabel.empty()) {
+      s += text_at(cv, tag++, h.cblabel, bar->x + kBarWidth + kBarTicGap + bar->tics.widest + kAxisGap + line / 2,
+                   bar->y + bar->h / 2, "center", type.axis(), true);
+    }
+  } else {
+    s += "unset colorbox\n";
+  }
+  // Categories: a swatch of each colour and its name, right of the cells.
+  int object = 2;
+  if (p.side == Side::legend) {
+    const double step = 1.5 * line_px(type.tic), sw = em_px(type.tic);
+    double y = (y0 + y1) / 2 - step * static_cast<double>(h.categories.size()) / 2 + step / 2;
+    for (std::size_t k = 0; k < h.categories.size(); ++k, y += step) {
+      s += fmt::format(
+          "set object {} rectangle from screen {}, screen {} to screen {}, screen {} front fc rgb '{}' fs solid 1.0 "
+          "border lc rgb '#b0b0b0'\n",
+          object++, cv.x(x1 + kBarGap), cv.y(y - sw / 2), cv.x(x1 + kBarGap + sw), cv.y(y + sw / 2),
+          rgb_hex(category_rgb(h, k)));
+      s += text_at(cv, tag++, h.categories[k], x1 + kBarGap + sw + 6, y, "left", type.tic);
+    }
   }
   // Masked cells (NaN, +-inf) are written as NaN and not drawn; this grey
   // rectangle behind the image shows through them.
   s += fmt::format("set object 1 rectangle from -0.5,-0.5 to {},{} behind fc rgb '{}' fs solid 1.0 noborder\n",
                    cols - 0.5, rows - 0.5, kMaskedFill);
   // Thin white lines between cells, when the cells are big enough.
-  if (cell_px >= 14 && rows <= 40 && cols <= 40) {
+  if (p.cell >= 14 && rows <= 40 && cols <= 40) {
     int a = 1;
     for (std::size_t j = 1; j < cols; ++j) {
       s += fmt::format("set arrow {} from {},-0.5 to {},{} nohead front lw 1 lc rgb 'white'\n", a++, j - 0.5, j - 0.5,
@@ -206,16 +526,15 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
                        cols - 0.5, i - 0.5);
     }
   }
-  if (annotate) {
-    int tag = 1;
+  if (p.value_pt > 0) {
     for (std::size_t i = 0; i < rows; ++i) {
       for (std::size_t j = 0; j < cols; ++j) {
         const float v = h.values(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
         const char* colour = !std::isfinite(v)      ? kMaskedText
-                             : h.categories.empty() ? text_on(scale.at(v))
+                             : h.categories.empty() ? text_on(p.scale.at(v))
                                                     : text_on(category_rgb(h, static_cast<std::size_t>(v)));
         s += fmt::format("set label {} {} at {},{} center front tc rgb '{}' font ',{:.1f}'\n", tag++,
-                         gq(texts[i * cols + j]), j, i, colour, cell_pt);
+                         gq(p.values[i * cols + j]), j, i, colour, p.value_pt);
       }
     }
   }
@@ -236,16 +555,10 @@ void heatmap_panel(std::string& s, const Heatmap& h, int id, double width, doubl
   if (data.find_first_not_of('\n') == std::string::npos) data = "NaN NaN NaN\n";  // all masked: keep plot valid
   const std::string block = fmt::format("$heat{}", id);
   datablock(s, block, data);
-  // A category's legend entry: an empty series with its colour and name.
-  std::string legend;
-  for (std::size_t k = 0; k < h.categories.size(); ++k)
-    legend += fmt::format(", NaN with boxes fs solid 1.0 lc rgb '{}' title {}", rgb_hex(category_rgb(h, k)),
-                          gq(h.categories[k]));
   if (as_image) {
-    s += "plot " + block + " using 1:2:3 with image notitle" + legend + "\n";
+    s += "plot " + block + " using 1:2:3 with image notitle\n";
   } else {
-    s += "plot " + block + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle" +
-         legend + "\n";
+    s += "plot " + block + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle\n";
   }
 }
 
@@ -266,9 +579,33 @@ std::string heatmap(const std::string& png_path, const Heatmap& h, int width, in
   validate("heatmap", h);
   check_size("heatmap", width, height);
   if (!available()) return skipped();
+  const Type type{11};
+  const Side side = h.categories.empty() ? Side::bar : Side::legend;
+  const auto rows = static_cast<double>(h.values.rows()), cols = static_cast<double>(h.values.cols());
+  // The largest square cells the canvas holds. Narrower cells may turn or
+  // thin the key labels, which changes the margins, so the size is found
+  // in rounds; each round's cells are narrower, its margins no smaller.
+  double cell = std::min(width / cols, height / rows);
+  Panel p;
+  for (int round = 0; round < 8; ++round) {
+    p = measure(h, cell, type, side, true);
+    fit_panel_title(p, width - 2 * kPad);
+    const double fits = std::min((width - p.left - p.right) / cols, (height - p.top - p.bottom) / rows);
+    if (fits >= 0.999 * cell) break;
+    cell = fits;
+  }
+  // Labels so long that the cells would shrink below a plot of 160 px
+  // make the canvas larger instead.
+  if (cell * std::max(rows, cols) < 160) {
+    p = measure(h, 160 / std::max(rows, cols), type, side, true);
+    fit_panel_title(p, width - 2 * kPad);
+  }
+  const Canvas cv{std::ceil(std::max<double>(width, p.width())), std::ceil(std::max<double>(height, p.height()))};
+  // The panel in the middle of the canvas.
+  const double x = (cv.w - p.width()) / 2 + p.left, y = (cv.h - p.height()) / 2 + p.top;
   std::string body;
-  heatmap_panel(body, h, 0, width, height, 11);
-  return render("heatmap", png_path, width, height, body);
+  draw_panel(body, p, 0, cv, {x, y, 0, cv.w, x_tics_depth(p.x, type.tic)});
+  return render("heatmap", png_path, static_cast<int>(cv.w), static_cast<int>(cv.h), body);
 }
 
 std::string heatmap_grid(const std::string& png_path, const std::string& title, int rows, int cols,
@@ -280,63 +617,118 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   check_size("heatmap_grid", panel_px, panel_px);
   if (!available()) return skipped();
 
-  // A colour-bar title written once, right of the last column (see below),
-  // gets a strip of its own: gnuplot's margin does not count its offset.
-  const bool bar_title = std::all_of(panels.begin(), panels.end(), [&](const Heatmap& h) {
-    return h.cblabel == panels.front().cblabel && !h.cblabel.empty();
-  });
-  const int bar_title_px = bar_title ? 24 : 0;
-  const int width = cols * panel_px + bar_title_px;
   // Smaller panels, smaller type, but never below 9 pt: labels must read at
   // 100 % (11 pt at 420 px and more).
-  const double pt = std::clamp(panel_px / 38.0, 9.0, 11.0);
-  const PageTitle page = page_title(title, width, pt + 7, pt + 2, 50);
-  const int height = rows * panel_px + page.px;
-  std::string body;
-  // The panels are placed by hand (see panel_origin); the top page.px
-  // pixels are left to the overall title.
-  const double top = 1.0 - static_cast<double>(page.px) / height;
-  const double pw = static_cast<double>(panel_px) / width, ph = top / rows;
-  // One label rotation for every panel: the longest labels of any panel decide.
-  std::size_t ylab_chars = 1, xlab_chars = 1, max_cols = 1;
+  const Type type{std::clamp(panel_px / 38.0, 9.0, 11.0)};
+  // One cell size for every panel: the largest matrix fills about
+  // panel_px - 160 px, what short labels and a colour bar leave of a panel
+  // that size. Longer labels widen the panel rather than shrink its cells.
+  // Rows are at least a line of text high, so that every label shows, and
+  // columns of words wide enough to turn their labels by 45 degrees, as
+  // long as that takes at most twice the room (else labels stand on end,
+  // or every k-th is shown).
+  std::size_t n = 1;
+  bool words = false;
   for (const Heatmap& h : panels) {
-    const auto n_rows = static_cast<std::size_t>(h.values.rows()), n_cols = static_cast<std::size_t>(h.values.cols());
-    ylab_chars = std::max(ylab_chars, tic_chars(h.row_labels, n_rows));
-    xlab_chars = std::max(xlab_chars, tic_chars(h.col_labels, n_cols));
-    max_cols = std::max(max_cols, n_cols);
+    n = std::max({n, static_cast<std::size_t>(h.values.rows()), static_cast<std::size_t>(h.values.cols())});
+    words = words || !all_numbers(labels_or_indices(h.col_labels, static_cast<std::size_t>(h.values.cols())));
   }
-  const double char_px = tic_char_px(pt);
-  const double cell_w = cell_width(panel_px, ylab_chars, char_px, max_cols);
-  // Slanted labels still need about 1.6 lines of height per cell; below
-  // that they overlap, and only upright ones (one line each) fit.
-  const bool crowded = max_cols > 24 || cell_w < 1.6 * pt * kPxPerPt;
-  const int rotate = xlab_chars * char_px > 0.9 * cell_w ? (crowded ? 90 : 45) : 0;
-  // gnuplot's automatic margins follow each panel's labels: row labels
-  // padded to one length (right-aligned, so only the margin changes) make
-  // every panel's left margin the same.
-  body += page.command;
-  // An axis title every panel shares is written once, left of the first
-  // column ("query") or right of the last ("weight"): between two panels it
-  // would run into the neighbour's row labels. The others write a blank, so
-  // every panel keeps the same margins and its cells the same size.
-  auto shared = [&](std::string Heatmap::*field) {
-    return std::all_of(panels.begin(), panels.end(),
-                       [&](const Heatmap& h) { return h.*field == panels.front().*field; });
+  const double room = std::max(panel_px - 160.0, 80.0);
+  const double readable = (words ? kSlantedEm : 1.1) * em_px(type.tic);
+  const double cell = std::max(room / static_cast<double>(n), std::min(readable, 2 * room / static_cast<double>(n)));
+
+  auto shared = [&](auto same) {
+    return std::all_of(panels.begin(), panels.end(), [&](const Heatmap& h) { return same(h, panels.front()); });
   };
-  const bool one_ylabel = shared(&Heatmap::ylabel), one_cblabel = shared(&Heatmap::cblabel);
+  // Panels on one colour scale share one colour bar, right of the grid:
+  // a bar beside every panel repeats it and takes the room of a column.
+  const ColourScale first = heatmap_scale(panels.front());
+  const bool one_bar = shared([&](const Heatmap& h, const Heatmap& f) {
+    const ColourScale sc = heatmap_scale(h);
+    return h.categories.empty() && sc.lo == first.lo && sc.hi == first.hi && sc.diverging == first.diverging &&
+           h.cblabel == f.cblabel;
+  });
+  // An axis title every panel shares ("query") is written once, left of
+  // the first column.
+  const bool one_ylabel = shared([](const Heatmap& h, const Heatmap& f) { return h.ylabel == f.ylabel; });
+  // One turn of the key labels for every panel, the most any panel needs.
+  int rotate = 0;
+  for (const Heatmap& h : panels) rotate = std::max(rotate, x_tics(h, cell, type.tic).rotate);
+
+  const auto R = static_cast<std::size_t>(rows), C = static_cast<std::size_t>(cols);
+  std::vector<Panel> measured;
   for (std::size_t k = 0; k < panels.size(); ++k) {
-    body += panel_origin(k, cols, pw, ph, top);
-    Heatmap padded = panels[k];
-    const std::size_t column = k % static_cast<std::size_t>(cols);
-    if (one_ylabel && column != 0 && !padded.ylabel.empty()) padded.ylabel = " ";
-    if (one_cblabel && column + 1 != static_cast<std::size_t>(cols) && !padded.cblabel.empty()) padded.cblabel = " ";
-    if (padded.row_labels.empty())
-      for (Eigen::Index i = 0; i < padded.values.rows(); ++i) padded.row_labels.push_back(std::to_string(i));
-    for (std::string& label : padded.row_labels) label.insert(0, ylab_chars - std::min(ylab_chars, label.size()), ' ');
-    heatmap_panel(body, padded, static_cast<int>(k), panel_px, panel_px, pt, fmt::format("{:.5f},{:.5f}", pw, ph),
-                  rotate);
+    const Heatmap& h = panels[k];
+    const Side side = !h.categories.empty() ? Side::legend : one_bar ? Side::none : Side::bar;
+    measured.push_back(measure(h, cell, type, side, !one_ylabel || k % C == 0, rotate));
   }
-  return render("heatmap_grid", png_path, width, height, body);
+  // Columns as wide as their widest panel's parts and rows as high as
+  // their highest's, so plot areas line up down a column and along a row.
+  std::vector<double> left(C), plot_w(C), right(C), top(R), below(R), plot_h(R), depth(R);
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    const Panel& p = measured[k];
+    const std::size_t c = k % C;
+    left[c] = std::max(left[c], p.left);
+    plot_w[c] = std::max(plot_w[c], p.plot_w());
+    right[c] = std::max(right[c], p.right);
+  }
+  // Titles fitted to their columns, then all set in the smallest size any
+  // of them needed (a wider first column must not give its panel a larger
+  // title than the others).
+  auto title_room = [&](std::size_t k) { return left[k % C] + plot_w[k % C] + right[k % C] - 2 * kPad; };
+  double title_pt = type.title();
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    fit_panel_title(measured[k], title_room(k));
+    if (!measured[k].title.empty()) title_pt = std::min(title_pt, measured[k].title_pt);
+  }
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    Panel& p = measured[k];
+    const std::size_t c = k % C, r = k / C;
+    fit_panel_title(p, title_room(k), title_pt);
+    top[r] = std::max(top[r], p.top);
+    below[r] = std::max(below[r], p.height() - p.top);
+    plot_h[r] = std::max(plot_h[r], p.plot_h());
+    depth[r] = std::max(depth[r], x_tics_depth(p.x, type.tic));
+  }
+  // Panel edges (y: below the page title), with a gap between panels that
+  // keeps their titles apart.
+  std::vector<double> col_x(C + 1, 0.0), row_y(R + 1, 0.0);
+  for (std::size_t c = 0; c < C; ++c)
+    col_x[c + 1] = col_x[c] + left[c] + plot_w[c] + right[c] + (c + 1 < C ? kColumnGap : 0);
+  for (std::size_t r = 0; r < R; ++r) row_y[r + 1] = row_y[r] + top[r] + below[r] + (r + 1 < R ? kRowGap : 0);
+
+  // The shared bar runs from the top of the first row's cells to the
+  // bottom of the last row's.
+  std::optional<SharedBar> bar;
+  double width = col_x[C];
+  if (one_bar) {
+    const double span = row_y[R - 1] + top[R - 1] + plot_h[R - 1] - top[0];
+    bar = SharedBar{col_x[C - 1] + left[C - 1] + plot_w[C - 1] + kBarGap, top[0], std::max(span, kMinBarPx),
+                    bar_tics(first, std::max(span, kMinBarPx), type.bar())};
+    width = std::max(width, bar->x - kBarGap + bar_block(bar->tics, panels.back(), type));
+  }
+  // A grid narrower than its title at the smallest size on two lines (a
+  // panel or two) is widened to hold it, the panels in the middle.
+  PageTitle page = page_title(title, static_cast<int>(std::ceil(width)), type.tic + 7, type.tic + 2, 50);
+  double shift = 0;
+  if (page.width > width) {
+    shift = (page.width - width) / 2;
+    width = page.width;
+    page = page_title(title, static_cast<int>(std::ceil(width)), type.tic + 7, type.tic + 2, 50);
+  }
+  for (double& x : col_x) x += shift;
+  const Canvas cv{std::ceil(width), std::ceil(page.px + row_y[R])};
+  if (bar) bar->x += shift, bar->y += page.px;
+
+  std::string body = page.command;
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    const std::size_t c = k % C, r = k / C;
+    const Place at{col_x[c] + left[c], page.px + row_y[r] + top[r], col_x[c],
+                   col_x[c] + left[c] + plot_w[c] + right[c], depth[r]};
+    draw_panel(body, measured[k], static_cast<int>(k), cv, at,
+               k + 1 == measured.size() ? bar : std::optional<SharedBar>());
+  }
+  return render("heatmap_grid", png_path, static_cast<int>(cv.w), static_cast<int>(cv.h), body);
 }
 
 }  // namespace sa::plot

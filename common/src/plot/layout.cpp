@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace sa::plot::detail {
@@ -40,6 +41,37 @@ double text_px(std::size_t chars, double pt, bool digits) {
 
 namespace {
 
+// Advance widths of DejaVu Sans (the Sans of pngcairo), in em, of the
+// printable ASCII characters ' ' to '~', read from the font's hmtx table.
+constexpr std::array<double, 95> kAsciiEm = {
+    0.318, 0.401, 0.460, 0.838, 0.636, 0.950, 0.780, 0.275, 0.390, 0.390, 0.500, 0.838, 0.318, 0.361, 0.318, 0.337,
+    0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.337, 0.337, 0.838, 0.838, 0.838, 0.531,
+    1.000, 0.684, 0.686, 0.698, 0.770, 0.632, 0.575, 0.775, 0.752, 0.295, 0.295, 0.656, 0.557, 0.863, 0.748, 0.787,
+    0.603, 0.787, 0.695, 0.635, 0.611, 0.732, 0.684, 0.989, 0.685, 0.611, 0.685, 0.390, 0.337, 0.390, 0.838, 0.500,
+    0.500, 0.613, 0.635, 0.550, 0.635, 0.615, 0.352, 0.635, 0.634, 0.278, 0.278, 0.579, 0.278, 0.974, 0.634, 0.612,
+    0.635, 0.635, 0.411, 0.521, 0.392, 0.634, 0.592, 0.818, 0.592, 0.592, 0.525, 0.636, 0.337, 0.636, 0.838};
+
+}  // namespace
+
+// Width in pixels of `s` set at `pt` points: the font's own widths for
+// ASCII, 0.8 em for anything else (accented letters, symbols such as ␣ and
+// ×), which errs on the wide side. Tic labels sized with this get margins
+// that fit them, neither clipped nor padded with half a label of air.
+double label_px(std::string_view s, double pt) {
+  double em = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      em += kAsciiEm[c - 0x20];
+    } else if ((c & 0xC0) != 0x80) {  // the first byte of a multi-byte character
+      em += 0.8;
+    }
+  }
+  return em * pt * kPxPerPt;
+}
+
+namespace {
+
 // Characters in the longest line of s.
 std::size_t longest_line(std::string_view s) {
   std::size_t n = 0;
@@ -51,15 +83,31 @@ std::size_t longest_line(std::string_view s) {
   return n;
 }
 
+}  // namespace
+
+// Pixels of the widest line of s at pt points: measured (label_px) when
+// exact, else estimated from its characters (text_px).
+double widest_line_px(std::string_view s, double pt, bool exact) {
+  if (!exact) return text_px(longest_line(s), pt);
+  double w = 0;
+  for (std::size_t start = 0; start <= s.size();) {
+    const std::size_t end = std::min(s.find('\n', start), s.size());
+    w = std::max(w, label_px(s.substr(start, end - start), pt));
+    start = end + 1;
+  }
+  return w;
+}
+
 // A title that fits across about avail_px. gnuplot centres the title on the
 // plot area (not on the canvas) and simply cuts off what runs past the
 // canvas edge, so a title that is too long is first set smaller, down to
 // min_pt, and then broken into two lines at the space nearest its middle.
 // Returns the text and its font size.
-std::pair<std::string, double> fit_title(const std::string& title, double avail_px, double pt, double min_pt) {
-  const std::size_t n = longest_line(title);
-  if (text_px(n, pt) <= avail_px) return {title, pt};
-  const double shrunk = pt * avail_px / text_px(n, pt);
+std::pair<std::string, double> fit_title(const std::string& title, double avail_px, double pt, double min_pt,
+                                         bool exact) {
+  const double w = widest_line_px(title, pt, exact);
+  if (w <= avail_px) return {title, pt};
+  const double shrunk = pt * avail_px / w;
   if (shrunk >= min_pt || title.find('\n') != std::string::npos) return {title, std::max(shrunk, min_pt)};
   const std::size_t mid = title.size() / 2;
   std::size_t cut = std::string::npos;
@@ -72,11 +120,8 @@ std::pair<std::string, double> fit_title(const std::string& title, double avail_
   }
   if (cut == std::string::npos) return {title, min_pt};  // one long word: smallest size, may still be cut
   const std::string two = title.substr(0, cut) + "\n" + title.substr(cut + 1);
-  const std::size_t m = longest_line(two);
-  return {two, std::clamp(pt * avail_px / text_px(m, pt), min_pt, pt)};
+  return {two, std::clamp(pt * avail_px / widest_line_px(two, pt, exact), min_pt, pt)};
 }
-
-}  // namespace
 
 std::string title_command(const std::string& title, double avail_px, double pt, double min_pt) {
   const auto [text, size] = fit_title(title, avail_px, pt, min_pt);
@@ -90,7 +135,8 @@ PageTitle page_title(const std::string& title, int width, double pt, double min_
   const auto [text, size] = fit_title(title, width - 40.0, pt, min_pt);
   const bool two_lines = text.find('\n') != std::string::npos;
   const int px = title.empty() ? 0 : two_lines ? 50 + static_cast<int>(std::lround(size * 1.6)) : one_line_px;
-  return {fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(text), size), px};
+  return {fmt::format("set multiplot title {} font ',{:.3g}'\n", gq(text), size), px,
+          title.empty() ? 0 : static_cast<int>(std::ceil(widest_line_px(text, size, false))) + 40};
 }
 
 // The plot area (inside the border) of a 2-D chart, estimated: the y tic
