@@ -61,24 +61,36 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
   });
 
   figures.draw("head_entropy_focus.png", [&](const std::string& path) {
-    plot::BarChart c;
     const int64_t shown = std::min(o.n_heads, kMaxPanels);
-    c.title = fmt::format("Per-head entropy and focus, {} of d_k = {}{} (untrained)", count_of(o.n_heads, "head"), d_k,
-                          shown < o.n_heads ? fmt::format(", first {} shown", shown) : "");
-    c.ylabel = "entropy (nats) / focus (weight)";
+    // Two charts, each on its own axis: entropy in nats runs to log n, focus
+    // (a weight) from 1/n to 1; on one axis the focus bars were stubs. What a
+    // uniform row would give is the same for every head: a dashed reference
+    // line, named in the title (a label at its end would take the room of
+    // several bars).
+    const double n = double(seq_len);
+    plot::BarChart entropy, focus;
+    entropy.title = fmt::format("Entropy H, mean over the rows\n(dashed: a uniform row, log {} = {:.3f})", seq_len,
+                                std::log(n));
+    entropy.ylabel = "H (nats)";
+    focus.title = fmt::format("Focus, the mean largest weight of a row\n(dashed: a uniform row, 1/{} = {:.3f})",
+                              seq_len, 1 / n);
+    focus.ylabel = "largest weight";
     std::vector<double> H, F;
     for (int64_t h = 0; h < shown; ++h) {
-      c.categories.push_back(fmt::format("head {}", h));
+      entropy.categories.push_back(fmt::format("head {}", h));
       H.push_back(stats[size_t(h)].mean_entropy);
       F.push_back(stats[size_t(h)].focus);
     }
-    c.groups.push_back({"mean entropy H (nats)", H});
-    c.groups.push_back({fmt::format("log {} = {:.3f}: H of a uniform row", seq_len, std::log(double(seq_len))),
-                        std::vector<double>(size_t(shown), std::log(double(seq_len)))});
-    c.groups.push_back({"focus: mean largest weight", F});
-    c.groups.push_back({fmt::format("1/{} = {:.3f}: focus of a uniform row", seq_len, 1.0 / double(seq_len)),
-                        std::vector<double>(size_t(shown), 1.0 / double(seq_len))});
-    return plot::bars(path, c, 1000, 600);
+    focus.categories = entropy.categories;
+    entropy.groups = {{"", H}};
+    focus.groups = {{"", F}};
+    entropy.hlines = {{std::log(n), ""}};
+    focus.hlines = {{1 / n, ""}};
+    const std::string title =
+        fmt::format("Per-head entropy and focus, {} of d_k = {}{} (untrained)", count_of(o.n_heads, "head"), d_k,
+                    shown < o.n_heads ? fmt::format(", first {} shown", shown) : "");
+    // Wide enough for a readable number on every bar.
+    return plot::bars_row(path, title, {entropy, focus}, std::max(520, int(36 * shown) + 240));
   });
 
   figures.draw("cross_attention.png", [&](const std::string& path) {

@@ -113,6 +113,12 @@ TEST_CASE("plot: every kind of figure draws a complete PNG", "[common][plot]") {
   bc.categories = {"head 0", "head 1"};
   bc.groups = {{"untrained", {1.7, 1.8}}, {"trained", {0.6, 1.1}}};
   require_drawn("bars.png", [&](const std::string& p) { return plot::bars(p, bc); });
+  plot::BarChart focus;  // one unnamed group: no legend
+  focus.title = "focus";
+  focus.categories = bc.categories;
+  focus.groups = {{"", {0.3, 0.5}}};
+  focus.hlines = {{0.25, ""}};
+  require_drawn("bars_row.png", [&](const std::string& p) { return plot::bars_row(p, "two measures", {bc, focus}); });
 
   plot::Histogram hist;
   hist.title = "scores";
@@ -222,6 +228,11 @@ TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plo
   plot::Heatmap ok;
   ok.values = Matrix::Ones(2, 2);
   CHECK_THROWS_AS(plot::heatmap_grid(path, "t", 2, 2, {ok}), std::invalid_argument);
+  CHECK_THROWS_AS(plot::bars_row(path, "t", {}), std::invalid_argument);
+  plot::BarChart short_group;
+  short_group.categories = {"a", "b"};
+  short_group.groups = {{"g", {1.0}}};
+  CHECK_THROWS_AS(plot::bars_row(path, "t", {short_group}), std::invalid_argument);
   plot::Heatmap categories = ok;  // values 1: index 1 of two names
   categories.categories = {"no", "yes"};
   categories.values(0, 0) = 2.0f;  // no third category

@@ -79,7 +79,7 @@ struct LinePlot {
 };
 
 struct BarGroup {
-  std::string name;            // legend entry
+  std::string name;            // legend entry (no legend when no group has a name)
   std::vector<double> values;  // one per category
 };
 
@@ -167,7 +167,15 @@ std::string heatmap(const std::string& png_path, const Heatmap& h, int width = 8
 std::string heatmap_grid(const std::string& png_path, const std::string& title, int rows, int cols,
                          const std::vector<Heatmap>& panels, int panel_px = 420);
 std::string lines(const std::string& png_path, const LinePlot& p, int width = 900, int height = 600);
+// Values are written on the bars in one number of decimals, as large as
+// the bars are wide; too narrow for 8.5 pt, they get fewer decimals (down to
+// 2), then none.
 std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
+// Bar charts side by side under one title, each on its own y axis and
+// headed by its own title: for measures in different units (a head's
+// entropy in nats and its largest weight), which one axis would squeeze.
+std::string bars_row(const std::string& png_path, const std::string& title, const std::vector<BarChart>& charts,
+                     int panel_width = 520, int height = 600);
 std::string histogram(const std::string& png_path, const Histogram& h, int width = 900, int height = 600);
 std::string surface(const std::string& png_path, const Surface& s, int width = 900, int height = 700);
 // A block diagram, its size following the text. Refuses

@@ -1,5 +1,6 @@
 // Bar charts (sa::plot::bars): groups of bars per category with their
-// values written on top, and reference lines labelled at the right.
+// values written on top, and reference lines labelled at the right; and
+// such charts side by side, each on its own axis (bars_row).
 
 #include "detail.hpp"
 
@@ -13,19 +14,26 @@ namespace sa::plot {
 
 using namespace detail;
 
-std::string bars(const std::string& png_path, const BarChart& c, int width, int height) {
-  if (c.categories.empty()) bad_input("bars", "no categories");
-  if (c.groups.empty()) bad_input("bars", "no groups");
+namespace {
+
+void validate(std::string_view fn, const BarChart& c, const std::string& where = "") {
+  if (c.categories.empty()) bad_input(fn, where + "no categories");
+  if (c.groups.empty()) bad_input(fn, where + "no groups");
   for (std::size_t g = 0; g < c.groups.size(); ++g) {
     if (c.groups[g].values.size() != c.categories.size()) {
-      bad_input("bars", fmt::format("group '{}' has {} values for {} categories", c.groups[g].name,
-                                    c.groups[g].values.size(), c.categories.size()));
+      bad_input(fn, fmt::format("{}group '{}' has {} values for {} categories", where, c.groups[g].name,
+                                c.groups[g].values.size(), c.categories.size()));
     }
   }
-  validate_hlines("bars", c.hlines, false);
-  check_size("bars", width, height);
-  if (!available()) return skipped();
+  validate_hlines(fn, c.hlines, false);
+}
 
+// Emits one bar chart into s: a whole figure, or a panel of a row whose
+// left edge is `left_px` from the canvas's (canvas_w wide). width x height
+// is the chart's size; id keeps its datablocks apart from other panels';
+// title_pt is the size of its title (smaller under a row's).
+void bar_panel(std::string& s, const BarChart& c, int width, int height, double left_px, int canvas_w,
+               std::size_t id, double title_pt) {
   const std::size_t ncat = c.categories.size(), ngroup = c.groups.size();
   // Bars are drawn as boxes at positions we compute (rather than gnuplot's
   // histogram style) so the value labels can be placed on top of each bar.
@@ -44,34 +52,63 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   const double span = hi - lo;
   // Room above (and below) the bars for the value labels.
   const Axis ya = {lo < 0 ? lo - 0.12 * span : 0.0, hi > 0 ? hi + 0.12 * span : 0.0, false};
-  const Frame frame = chart_frame(width, height, !c.title.empty(), false);
+  Frame frame = chart_frame(width, height, !c.title.empty(), false);
 
   // Reference-line labels go at the right end of their line, which runs
   // through the bars; so the x range is widened on the right by just enough
   // empty space for the longest label (extra, in category units).
-  double label_px = 0;
+  double ref_label_px = 0;
   for (const RefLine& h : c.hlines) {
-    if (!h.label.empty()) label_px = std::max(label_px, text_px(text_width(h.label), kRefLabelPt) + 20);
+    if (!h.label.empty()) ref_label_px = std::max(ref_label_px, text_px(text_width(h.label), kRefLabelPt) + 20);
   }
-  label_px = std::min(label_px, 0.5 * frame.w);  // a very long label may reach over the last bars
   const double shown_units = static_cast<double>(ncat) + 0.2;  // -0.6 .. ncat - 0.4
-  const double extra = label_px > 0 ? label_px * shown_units / (frame.w - label_px) : 0.0;
+  double extra = 0;
+  // The width of one category on the plot, for the plot's width then.
+  auto slot_for = [&](const Frame& f) {
+    const double ref = std::min(ref_label_px, 0.5 * f.w);  // a very long label may reach over the last bars
+    extra = ref > 0 ? ref * shown_units / (f.w - ref) : 0.0;
+    return f.w / (shown_units + extra);
+  };
+  double slot_px = slot_for(frame);
 
-  std::string s = kChartStyle;
+  s += "unset label\nset lmargin\n";  // what an earlier panel set
   s += "set grid noxtics ytics\n";
-  s += title_command(c.title, width - 90.0, 15, 11);
+  s += title_command(c.title, width - 90.0, title_pt, 11);
   s += "set ylabel " + gq(c.ylabel) + "\n";
   // Category labels are rotated when they would touch their neighbours
   // (12 pt, mostly digits in "d_k=1024"; 12 px of gap).
-  const double slot_px = frame.w / (shown_units + extra);
+  const bool rotated = text_px(longest(c.categories), 12, true) + 12 > slot_px;
   s += fmt::format("set xtics {} scale 0 font ',12'", tic_list(c.categories, ncat, 60));
-  s += text_px(longest(c.categories), 12, true) + 12 > slot_px ? " rotate by 30 right\n" : " norotate\n";
+  s += rotated ? " rotate by 30 right\n" : " norotate\n";
+  // A turned label runs down to the left from its bar, so the first ones
+  // can reach past the y axis's labels and off the canvas ("nationalization
+  // (0)"). Then the left margin is widened to hold them and the plot is
+  // narrowed (which moves the first bars left again: a few rounds).
+  if (rotated) {
+    const double default_left = width - 30.0 - frame.w;  // chart_frame's estimate of gnuplot's margin
+    double left = default_left;
+    const std::size_t stride = tic_stride(true, ncat, 60);
+    for (int round = 0; round < 4; ++round) {
+      double reach = 0;  // px left of the plot's left border, 10 px of air included
+      for (std::size_t i = 0; i < ncat; i += stride) {
+        const double w = label_px(c.categories[i], 12);
+        reach = std::max(reach, 0.866 * w + 0.25 * 12 * kPxPerPt + 10 - (static_cast<double>(i) + 0.6) * slot_px);
+      }
+      if (reach <= left) break;
+      frame.w -= reach - left;
+      left = reach;
+      slot_px = slot_for(frame);
+    }
+    if (left > default_left) s += fmt::format("set lmargin at screen {:.5f}\n", (left_px + left) / canvas_w);
+  }
   s += fmt::format("set xrange [-0.6:{}]\n", num(static_cast<double>(ncat) - 0.4 + extra));
   s += "set yrange " + ya.range() + "\n";
   if (lo < 0) s += "set xzeroaxis lt -1 lw 1\n";
   // Legend under the axis: in the top margin it would sit above the title,
-  // and inside the plot it would cover the tallest bars.
-  s += "set key bmargin center horizontal noopaque nobox\n";
+  // and inside the plot it would cover the tallest bars. Groups without a
+  // name (one group, named by the title) need none.
+  const bool named = std::any_of(c.groups.begin(), c.groups.end(), [](const BarGroup& g) { return !g.name.empty(); });
+  s += named ? "set key bmargin center horizontal noopaque nobox\n" : "unset key\n";
 
   if (!c.hlines.empty()) s += kTextboxStyle;
   for (std::size_t k = 0; k < c.hlines.size(); ++k) {
@@ -86,7 +123,6 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   }
   s += "set style fill solid 0.9 border lc rgb '#303030'\n";
 
-  const bool value_labels = ncat * ngroup <= 40;
   // Value labels share one number of decimals (0.50 next to 1.00, not 0.5
   // next to 1): the fewest, up to 3, that show every value exactly.
   double biggest = 0, smallest = std::numeric_limits<double>::infinity();
@@ -108,16 +144,25 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   const bool general = biggest >= 1e5 || smallest < 1e-3;
   auto value_text = [&](double v) { return general ? fmt::format("{:.3g}", v) : fmt::format("{:.{}f}", v, decimals); };
   // Value label size: about as wide as its bar (3 px over on each side
-  // still clears the neighbouring bar's label), 7 to 10 pt; 10 pt labels
-  // on narrow bars ran into each other.
-  std::size_t label_chars = 1;
-  for (const auto& g : c.groups) {
-    for (double v : g.values) {
-      if (std::isfinite(v)) label_chars = std::max(label_chars, value_text(v).size());
-    }
-  }
+  // still clears the neighbouring bar's label), at most 10 pt. Below 8.5 pt
+  // they become hard to read and ran into each other: fewer decimals (down
+  // to 2) make them shorter, and when even that is too small they are left
+  // out (the grid lines give the values; more than 40 bars never get them).
   const double bar_px = slot_px * bar_w * 0.95;
-  const double value_pt = std::clamp(10.0 * (bar_px + 6) / text_px(label_chars, 10, true), 7.0, 10.0);
+  auto fitting_pt = [&] {
+    std::size_t chars = 1;
+    for (const auto& g : c.groups)
+      for (double v : g.values)
+        if (std::isfinite(v)) chars = std::max(chars, value_text(v).size());
+    return 10.0 * (bar_px + 6) / text_px(chars, 10, true);
+  };
+  double value_pt = fitting_pt();
+  while (value_pt < kMinValuePt && !general && decimals > 2) {
+    --decimals;
+    value_pt = fitting_pt();
+  }
+  value_pt = std::min(value_pt, 10.0);
+  const bool value_labels = ncat * ngroup <= 40 && value_pt >= kMinValuePt;
   // Where a reference line passes through a value label (which sits 4 to
   // 20 px beyond the end of its bar), the label gets an opaque box (the
   // textbox style set with the lines) to keep it readable.
@@ -141,7 +186,7 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
                          crossed(v) ? " boxed" : "");
       }
     }
-    const std::string block = fmt::format("$bars{}", g);
+    const std::string block = fmt::format("$bars{}_{}", id, g);
     datablock(s, block, data);
     plot += fmt::format("{}{} using 1:2:({}) with boxes lc rgb '{}' {}", g ? ", \\\n     " : "", block,
                         num(bar_w * 0.95), cycle_colour(g), title_clause(c.groups[g].name));
@@ -149,7 +194,37 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   // Reference lines last: over the bars, under the (front) value labels.
   for (const RefLine& h : c.hlines) plot += ", \\\n     " + refline_clause(h.y);
   s += plot + "\n";
+}
+
+}  // namespace
+
+std::string bars(const std::string& png_path, const BarChart& c, int width, int height) {
+  validate("bars", c);
+  check_size("bars", width, height);
+  if (!available()) return skipped();
+  std::string s = kChartStyle;
+  bar_panel(s, c, width, height, 0, width, 0, 15);
   return render("bars", png_path, width, height, s);
+}
+
+std::string bars_row(const std::string& png_path, const std::string& title, const std::vector<BarChart>& charts,
+                     int panel_width, int height) {
+  if (charts.empty()) bad_input("bars_row", "no charts");
+  for (std::size_t k = 0; k < charts.size(); ++k) validate("bars_row", charts[k], fmt::format("chart {}: ", k));
+  const int width = panel_width * static_cast<int>(charts.size());
+  check_size("bars_row", width, height);
+  if (!available()) return skipped();
+  // The overall title in a band on top; each chart, titled, in a column.
+  const PageTitle page = page_title(title, width, 15, 11, 50);
+  const double top = 1.0 - static_cast<double>(page.px) / height;
+  std::string s = kChartStyle + page.command;
+  for (std::size_t k = 0; k < charts.size(); ++k) {
+    const double left = static_cast<double>(k) * panel_width;
+    s += fmt::format("set origin {:.5f},0\nset size {:.5f},{:.5f}\n", left / width,
+                     static_cast<double>(panel_width) / width, top);
+    bar_panel(s, charts[k], panel_width, height - page.px, left, width, k, 13);
+  }
+  return render("bars_row", png_path, width, height, s);
 }
 
 }  // namespace sa::plot

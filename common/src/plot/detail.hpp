@@ -126,6 +126,10 @@ Rgb cycle_rgb(std::size_t i);
 inline constexpr const char* kMaskedFill = "#d4d4d4";  // NaN / inf cells
 inline constexpr const char* kMaskedText = "#4d4d4d";
 
+// Values written on cells and bars are left out rather than set smaller
+// than this: below it they are hard to read and run into each other.
+inline constexpr double kMinValuePt = 8.5;
+
 // Text colour (white or near-black) that reads best on a cell of colour c.
 const char* text_on(Rgb c);
 

@@ -118,7 +118,6 @@ constexpr double kBarGap = 14;     // the plot area to its colour bar or legend
 constexpr double kBarWidth = 16;
 constexpr double kBarTicGap = 10;  // the colour bar to its tic labels (gnuplot's)
 constexpr double kMinBarPx = 120;  // a colour bar shorter than this reads badly: it grows past a low plot
-constexpr double kMinValuePt = 8.5;  // cell values smaller than this are not written
 constexpr double kColumnGap = 24;  // between the panels of a grid
 constexpr double kRowGap = 12;
 constexpr double kSin45 = 0.7071;
