@@ -71,6 +71,7 @@ struct RefLine {
 struct LinePlot {
   std::string title, xlabel, ylabel;
   std::vector<Series> series;
+  // A log axis's label gets " (log scale)" unless it says "log scale".
   bool logx = false, logy = false;
   // The y range drawn. Unset ends follow the data (and the hlines) with a
   // little air. Series points outside are clipped; hlines outside are not drawn.

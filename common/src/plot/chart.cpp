@@ -127,7 +127,10 @@ std::string key_place(const Occupancy& occ, Frame f, KeySize key) {
       if (occ.count(s.box) == 0) return std::string("inside ") + s.where;
     }
   }
-  return "bmargin center horizontal noopaque nobox";
+  // Under the plot gnuplot puts the legend right against the x axis's
+  // title ("position" touched the first entry): `height 1` adds a line of
+  // room to the legend, half of it above.
+  return "bmargin center horizontal noopaque nobox height 1";
 }
 
 // Reference lines (RefLine): a dashed grey line across the plot and its

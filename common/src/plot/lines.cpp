@@ -26,6 +26,14 @@ const char* style_clause(Series::Style st) {
   return "with linespoints lw 2.2 pt 7 ps 1.0";
 }
 
+// An axis's title, marked when the axis is logarithmic (unless it says so
+// already): on a log axis equal steps are equal factors, which a reader
+// must know before reading a slope.
+std::string axis_title(const std::string& title, bool log) {
+  if (!log || title.find("log scale") != std::string::npos) return title;
+  return title.empty() ? "(log scale)" : title + " (log scale)";
+}
+
 }  // namespace
 
 std::string lines(const std::string& png_path, const LinePlot& p, int width, int height) {
@@ -73,7 +81,7 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width, int
 
   std::string s = kChartStyle;
   s += title_command(p.title, width - 90.0, 15, 11);
-  s += "set xlabel " + gq(p.xlabel) + "\nset ylabel " + gq(p.ylabel) + "\n";
+  s += "set xlabel " + gq(axis_title(p.xlabel, p.logx)) + "\nset ylabel " + gq(axis_title(p.ylabel, p.logy)) + "\n";
   if (p.logx) {
     const std::string tics = power_of_two_tics(p.series);
     s += "set logscale x\nset xtics " + (tics.empty() ? log_tics(xa) : tics) + "\n";
