@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,15 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     p.title = "A few columns of the positional encoding: fast waves first, slow waves later";
     p.xlabel = "position";
     p.ylabel = "PE[pos, j]";
-    for (int64_t j : {int64_t(6), int64_t(7), o.d_model / 4, o.d_model / 2}) {
-      if (j >= o.d_model) continue;
+    // A fast pair (6 and 7) and two slower columns, each once and in the
+    // order of j, which is the order of the title (a small d_model makes
+    // d_model / 4 and d_model / 2 the smaller ones: 6, 1, 3 for 7).
+    std::vector<int64_t> columns;
+    for (int64_t j : {int64_t(6), int64_t(7), o.d_model / 4, o.d_model / 2})
+      if (j < o.d_model) columns.push_back(j);
+    std::sort(columns.begin(), columns.end());
+    columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+    for (int64_t j : columns) {
       plot::Series s;
       s.name = fmt::format("j = {} ({})", j, j % 2 == 0 ? "sin" : "cos");
       s.style = plot::Series::Style::Lines;
