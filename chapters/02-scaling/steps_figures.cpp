@@ -37,11 +37,17 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     // on the line of its own length product, between these two.
     const auto [lo, hi] = std::minmax_element(geometry.cosines.begin(), geometry.cosines.end());
     const double a = *lo - 0.05, b = *hi + 0.05;
-    plot::Series low{fmt::format("|q| |k| = {:.2f} (smallest pair)", geometry.min_lengths), {a, b},
-                     {a * geometry.min_lengths, b * geometry.min_lengths}, plot::Series::Style::Dashed};
-    plot::Series high{fmt::format("|q| |k| = {:.2f} (largest pair)", geometry.max_lengths), {a, b},
-                      {a * geometry.max_lengths, b * geometry.max_lengths}, plot::Series::Style::Dashed};
-    p.series = {pairs, low, high};
+    auto line = [&](double lengths, const char* which) {
+      return plot::Series{fmt::format("|q| |k| = {:.2f} ({})", lengths, which), {a, b},
+                          {a * lengths, b * lengths}, plot::Series::Style::Dashed};
+    };
+    // One pair (a text of one token), or products equal to two decimals:
+    // the two lines are one, named once.
+    if (fmt::format("{:.2f}", geometry.min_lengths) == fmt::format("{:.2f}", geometry.max_lengths)) {
+      p.series = {pairs, line(geometry.max_lengths, geometry.cosines.size() == 1 ? "the only pair" : "every pair")};
+    } else {
+      p.series = {pairs, line(geometry.min_lengths, "smallest pair"), line(geometry.max_lengths, "largest pair")};
+    }
     return plot::lines(path, p);
   });
 
