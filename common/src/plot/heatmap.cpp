@@ -682,7 +682,7 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
   }
   for (std::size_t k = 0; k < measured.size(); ++k) {
     Panel& p = measured[k];
-    const std::size_t c = k % C, r = k / C;
+    const std::size_t r = k / C;
     fit_panel_title(p, title_room(k), title_pt);
     top[r] = std::max(top[r], p.top);
     below[r] = std::max(below[r], p.height() - p.top);
