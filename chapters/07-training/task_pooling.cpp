@@ -131,7 +131,7 @@ void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& 
                                             "(predicted class in brackets)",
                                             figure_weights, figure_rows);
     h.col_labels = positions;
-    h.xlabel = "position in the sentence (grey, nan: past its end, no word)";
+    h.xlabel = "position in the sentence (grey: past its end, no word)";
     h.ylabel = "";
     h.cblabel = "weight";
     h.decimals = 2;

@@ -88,9 +88,10 @@ ColourScale heatmap_scale(const Heatmap& h) {
   return {h.diverging ? &blue_white_red() : &blues(), lo, hi, h.diverging};
 }
 
-// A cell's value as written in it.
+// A cell's value as written in it. A NaN cell holds no value (chapter 7's
+// positions past a sentence's end): grey, and nothing written.
 std::string cell_text(float v, int decimals) {
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return "";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   std::string s = fmt::format("{:.{}f}", v, decimals);
   if (s.find_first_not_of("-0.") == std::string::npos && s[0] == '-') s.erase(0, 1);  // no "-0.00"
