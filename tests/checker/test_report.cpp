@@ -128,6 +128,10 @@ TEST_CASE("what the reader's code printed in a test case that did not pass is sh
   CHECK(some.more == 2);
   CHECK(sa::check::printed_text(some) == "\"a\" \"b\\x09c\\x1b[31m\\xff\" \"d \xc3\xa9\" (and 2 more lines)");
   CHECK(sa::check::printed_of("test_03_exercises: softmax.cpp:12: f: Assertion `n > 0' failed.\n").empty());
+  CHECK(sa::check::printed_of("/usr/include/c++/12/bits/stl_vector.h:1123: constexpr std::vector<_Tp, _Alloc>::reference "
+                              "std::vector<_Tp, _Alloc>::operator[](size_type) [with _Tp = int]: Assertion '__n < "
+                              "this->size()' failed.\n")
+            .empty());
   CHECK(lines(sa::check::printed_of(std::string(200, 'x'))) == std::vector<std::string>{std::string(160, 'x') + "..."});
 
   ChapterReport c;
