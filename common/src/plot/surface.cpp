@@ -1,7 +1,7 @@
-// Surfaces (sa::plot::surface): a matrix as flat blocks in 3-D, one per
-// cell at its value, so attention weights stand as they are; and a grid of
-// them over one z range (surface_grid). surface_panel draws one, whole
-// figure or multiplot panel alike.
+// Surfaces (sa::plot::surface): a matrix as 3-D bars, one per cell at its
+// value, so attention weights stand as they are; and a grid of them over
+// one z range (surface_grid). surface_panel draws one, whole figure or
+// multiplot panel alike.
 
 #include "detail.hpp"
 
@@ -54,20 +54,25 @@ void surface_panel(std::string& s, const Surface& sf, int id, double zlo, double
   // Looking down 55 degrees, turned 40 degrees: keys run along the front
   // left edge, the query axis goes into the picture with row 0 at the back
   // (like the top row of the heatmap).
-  s += in_grid ? "set view 55, 40, 1.1, 1.0\nset lmargin 6\nset rmargin 0\n" : "set view 55, 40, 0.95, 1.05\n";
+  s += in_grid ? "set view 55, 40, 0.95, 1.0\nset lmargin 6\nset rmargin 0\n" : "set view 55, 40, 0.95, 1.05\n";
   s += "set xyplane at " + num(zlo) + "\n";
-  // Cell (i, j) is a flat block over [j - 0.5, j + 0.5] x [i - 0.5, i + 0.5]
-  // at its value: the weights are drawn as they are, one per (query, key),
-  // with nothing interpolated between tokens. Ticks sit on the centres.
-  // (The ranges include the ring of floor around the blocks.)
-  s += fmt::format("set xrange [-1.5:{}]\nset yrange [{}:-1.5]\nset zrange [{}:{}]\n", cols + 0.5, rows + 0.5,
+  // Cell (i, j) is a bar at (j, i) standing from 0 to its value: the
+  // weights are drawn as they are, one per (query, key), with nothing
+  // interpolated between tokens. Bars 0.7 wide leave lanes between them
+  // through which the lower bars behind a tall one stay in sight. Ticks sit
+  // on the centres.
+  s += fmt::format("set xrange [-0.75:{}]\nset yrange [{}:-0.75]\nset zrange [{}:{}]\n", cols - 0.25, rows - 0.25,
                    num(zlo), num(zhi));
   s += fmt::format("set cbrange [{}:{}]\n", num(zlo), num(zhi));
   s += ColourScale{&viridis(), zlo, zhi, false}.command();
-  // depthorder: draw far quadrangles first, so near blocks hide far ones.
-  // A thin border separates the blocks; corners2color max gives a block's
-  // top and its walls the block's own colour.
-  s += "set pm3d depthorder border lw 0.5 lc rgb '#ffffff'\nset pm3d corners2color max\n";
+  // depthorder base: bars are drawn from the farthest to the nearest by
+  // where they stand, so a near bar hides a far one and never the reverse
+  // (sorting their faces one by one, as for a surface, let the walls of tall
+  // bars cut through the bars in front: gnuplot's manual, "set pm3d
+  // depthorder"). A faint light tells a bar's walls from its top; the top
+  // keeps the colour bar's colour. A white border separates neighbours.
+  s += "set boxwidth 0.7 absolute\nset boxdepth 0.7\nset style fill solid 1.0 border lc rgb '#ffffff'\n";
+  s += "set pm3d depthorder base\nset pm3d lighting primary 0.25 specular 0.0\n";
   s += "set grid z back lt 1 lw 1 lc rgb '#e0e0e0'\nset border 1+2+4+8+16 lw 1 lc rgb '#404040'\n";
   // Offsets push the key and query tic labels apart at the front corner.
   s += fmt::format("set xtics {} scale 0 font ',{}' offset -0.8,-0.6", tic_list(sf.col_labels, cols, 24), pt - 1);
@@ -85,29 +90,19 @@ void surface_panel(std::string& s, const Surface& sf, int id, double zlo, double
   }
   s += "unset key\n";
 
-  // Scan lines "x y z", one blank line between them: the grid pm3d needs.
-  // Each row of cells is two scan lines (its front and back edge), each cell
-  // two points (its left and right edge), all at the cell's value; where two
-  // neighbours meet, the repeated x or y makes the wall between them.
+  // One line "x y z" a cell: key j, query i, the weight. A cell without a
+  // value (NaN) gets no bar; one of 0 a bar of no height, so the floor
+  // shows through where the weights are 0.
   std::string data;
-  const double floor_z = zlo;
-  for (std::size_t i = 0; i <= rows + 1; ++i) {
-    // Row -1 and row `rows` are the floor around the blocks, so the outer
-    // walls reach down to it.
-    for (const double y : {static_cast<double>(i) - 1.5, static_cast<double>(i) - 0.5}) {
-      for (std::size_t j = 0; j <= cols + 1; ++j) {
-        const bool floor = i == 0 || i == rows + 1 || j == 0 || j == cols + 1;
-        const double z =
-            floor ? floor_z : double(sf.z(static_cast<Eigen::Index>(i - 1), static_cast<Eigen::Index>(j - 1)));
-        const double x0 = static_cast<double>(j) - 1.5, x1 = static_cast<double>(j) - 0.5;
-        data += fmt::format("{} {} {}\n{} {} {}\n", num(x0), num(y), num(z), num(x1), num(y), num(z));
-      }
-      data += "\n";
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) {
+      const double z = double(sf.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)));
+      if (std::isfinite(z)) data += fmt::format("{} {} {}\n", j, i, num(z));
     }
-  }
   const std::string block = fmt::format("$surface{}", id);
   datablock(s, block, data);
-  s += "splot " + block + " using 1:2:3 with pm3d notitle\n";
+  // The fourth column colours each bar by its value.
+  s += "splot " + block + " using 1:2:3:3 with boxes fc palette notitle\n";
 }
 
 }  // namespace
