@@ -76,8 +76,9 @@ double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, ui
   Generator eval_gen(seed + 1);
   const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
   const double uniform = std::log(double(model.config().vocab_size));
-  say(fmt::format("Before any training the logits are small (every weight is about 0.02), so the model spreads its "
-                  "probability almost evenly over the {} characters. Its loss on {} of {} x {} characters:",
+  say(fmt::format("Before any training the logits are small (every weight matrix is drawn with a spread of 0.02 "
+                  "or less), so the model spreads its probability almost evenly over the {} characters. Its loss "
+                  "on {} of {} x {} characters:",
                   model.config().vocab_size, count_of(o.eval_iters, "validation batch", "validation batches"),
                   o.batch, model.config().seq_len));
   // (+ 0.0: a difference that rounds to zero prints 0.0000, not -0.0000)
