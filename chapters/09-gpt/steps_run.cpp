@@ -109,8 +109,11 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
                     "generator: the batches are those an uninterrupted run would draw next. {}",
                     first, o.iters, opt.steps(),
                     resume->iters == o.iters
-                        ? std::string("So are the updates, if --lr and --batch are the first run's too (the "
-                                      "checkpoint does not record them).")
+                        ? (resume->training
+                               ? std::string("So are the updates: the batch, the peak learning rate and the dropout "
+                                             "are the checkpoint's.")
+                               : std::string("So are the updates, if --lr and --batch are the first run's too (this "
+                                             "checkpoint does not record them)."))
                         : fmt::format("The first run planned {} and the learning rate now follows the schedule "
                                       "of {}: the updates are not those of an uninterrupted run of either length.",
                                       iterations(resume->iters), iterations(o.iters))));
