@@ -67,7 +67,8 @@ TEST_CASE("build_vocab: every character once, sorted by code point, as Python's 
   if (got != expected)
     FAIL_CHECK("build_vocab of the text of ch09_gpt.py (ASCII, é, —, Ἀ, 😀; 1 to 4 UTF-8 bytes) gave the code points "
                << list(got) << ", expected " << list(expected)
-               << " (bytes instead of characters give 0xC3 and other lead bytes; unsorted ids depend on first "
+               << " (a code point per byte instead of per character gives é's two bytes as two entries: 195 and "
+                  "169, or 4294967235 and 4294967209 through a signed char; unsorted ids depend on first "
                   "appearance)");
 }
 
