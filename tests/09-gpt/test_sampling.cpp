@@ -36,8 +36,8 @@ std::string first_difference(const std::vector<int64_t>& got, const std::vector<
   if (got.size() != expected.size()) return fmt::format("{} tokens, expected {}", got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != expected[i])
-      return fmt::format("draw {} (0-based) picked token {}, expected {} (the earlier draws agree)", i, got[i],
-                         expected[i]);
+      return fmt::format("draw {} (0-based) picked token {}, expected {} ({})", i, got[i], expected[i],
+                         i == 0 ? "the very first draw" : "the earlier draws agree");
   return "";
 }
 
