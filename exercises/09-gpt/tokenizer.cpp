@@ -18,7 +18,7 @@ CharVocab build_vocab(std::string_view text) {
   // TODO: every character of the text once, sorted by code point; refuse an
   // empty text. ch9::utf8_chars (data.hpp) turns the bytes into characters.
   SA_TODO("build_vocab",
-          "sort the characters, then drop the repeats "
+          "a character is a code point, not a byte: é is one entry of the vocabulary "
           "(more: ./book hint 9 build_vocab)");
 }
 
@@ -27,7 +27,7 @@ std::vector<int64_t> encode(const CharVocab& vocab, std::string_view text) {
   // refuse an empty text and name any character the vocabulary lacks, with
   // its position (ch9::char_name writes a character for a message).
   SA_TODO("encode",
-          "vocab.chars is sorted, so a character's id can be found by binary search "
+          "a character the vocabulary lacks is refused, never given a neighbour's id "
           "(more: ./book hint 9 encode)");
 }
 
