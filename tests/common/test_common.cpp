@@ -459,8 +459,8 @@ TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_
   CHECK(measure::openblas_kernels("Haswell", "-") == ", its Haswell kernels");
   // blas.py asked for SkylakeX over the environment's Haswell (an AVX-512 CPU).
   CHECK(measure::openblas_kernels("SkylakeX", "Haswell") ==
-        ", its SkylakeX kernels (this environment sets OPENBLAS_CORETYPE=Haswell; OpenBLAS ran its SkylakeX "
-        "kernels, the AVX-512 ones this CPU has, which are faster)");
+        ", its SkylakeX kernels (this environment sets OPENBLAS_CORETYPE=Haswell; the benchmark asked for the "
+        "SkylakeX kernels over it, the AVX-512 ones this CPU has, which are faster)");
   // An AVX2 CPU whose environment asks for SkylakeX: OpenBLAS falls back.
   CHECK(measure::openblas_kernels("Haswell", "SkylakeX") ==
         ", its Haswell kernels (this environment sets OPENBLAS_CORETYPE=SkylakeX; OpenBLAS ran its Haswell "

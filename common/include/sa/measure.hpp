@@ -200,8 +200,10 @@ inline std::string openblas_kernels(const std::string& kernels, const std::strin
   // environment's choice; on another CPU OpenBLAS may refuse what the
   // environment asked for: only the first case is the faster kernels)
   if (!asked.empty() && asked != "-" && asked != kernels)
-    s += " (this environment sets OPENBLAS_CORETYPE=" + asked + "; OpenBLAS ran its " + kernels + " kernels" +
-         (kernels == "SkylakeX" ? ", the AVX-512 ones this CPU has, which are faster)" : " instead)");
+    s += " (this environment sets OPENBLAS_CORETYPE=" + asked + "; " +
+         (kernels == "SkylakeX" ? "the benchmark asked for the SkylakeX kernels over it, the AVX-512 ones this CPU "
+                                  "has, which are faster)"
+                                : "OpenBLAS ran its " + kernels + " kernels instead)");
   return s;
 }
 
