@@ -103,7 +103,7 @@ void run(int argc, char** argv) {
       throw UsageError(fmt::format("--checkpoint {}: no such file", shown_path(checkpoint)));
     // A --quick run saves under its own name: say so when there is one.
     const std::string quick = default_gpt_checkpoint(/*quick=*/true);
-    throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (1 to 3 minutes on one "
+    throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (a few minutes on one "
                                  "core){}",
                                  shown_path(checkpoint),
                                  std::filesystem::exists(quick)
