@@ -281,6 +281,10 @@ struct Results {
   // the generation.
   double peak_before = 0, peak_after = 0;
   double peak() const { return std::max(peak_before, peak_after); }
+  // With --pytorch: the round whose twin step ran longest by the wall clock
+  // against its CPU time, and that ratio (0: not measured).
+  int64_t twin_worst_round = 0;
+  double twin_worst_over = 0;
 };
 
 void print_step(const Times& step, const StepCount& count, const GptConfig& cfg, const BenchOptions& o,
@@ -345,7 +349,13 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
     fmt::print("    round {}: PyTorch {:.2f} ms ({:.2f} CPU), this program {:.2f} ms ({:.2f} CPU)\n", round + 1,
                twin->ms, twin->cpu_ms, 1e3 * ours.wall, 1e3 * ours.cpu);
     ratios.push_back(twin->ms / (1e3 * ours.wall));
-    if (twin->cpu_ms > 0) cpu_ratios.push_back(twin->cpu_ms / (1e3 * ours.cpu));
+    if (twin->cpu_ms > 0) {
+      cpu_ratios.push_back(twin->cpu_ms / (1e3 * ours.cpu));
+      if (twin->ms / twin->cpu_ms > r.twin_worst_over) {
+        r.twin_worst_over = twin->ms / twin->cpu_ms;
+        r.twin_worst_round = round + 1;
+      }
+    }
   }
   if (!twin->blas.optimised) {
     fmt::print("  no ratio printed: the reference BLAS is many times slower than the one a PyTorch user has. Point "
@@ -365,24 +375,31 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
 }
 
 // When the figures above are not to be trusted. A step's wall time well
-// over its CPU time means other programs had this core for part of it (in
-// this program or in the twin, which runs later: the load may differ); two
-// peaks far apart mean one of them was interrupted.
+// over its CPU time means other programs had this core for part of it: in
+// any round, this program's or the twin's (which runs later: the load may
+// differ), so every round is looked at, and the worst one named. Two peaks
+// far apart mean one of them was interrupted.
 void print_warnings(const Results& r, const std::optional<TwinStep>& twin, const StepCount& count,
                     Generator& peak_gen) {
-  const Times& step = r.step;
+  size_t worst = 0;  // this program's round with the most wall time over CPU time
+  for (size_t k = 1; k < r.rounds.size(); ++k)
+    if (r.rounds[k].wall / r.rounds[k].cpu > r.rounds[worst].wall / r.rounds[worst].cpu) worst = k;
+  const Times& step = r.rounds[worst];
+  const std::string in_round = r.rounds.size() > 1 ? fmt::format(" in round {}", worst + 1) : "";
   if (step.wall > 1.1 * step.cpu) {
     const double cpu_peak = measure::gemm_peak_cpu_gflops(peak_gen), cpu_gflops = count.total() / (1e9 * step.cpu);
-    fmt::print("  unreliable: a step's wall time was {:.0f}% over its CPU time: other programs took turns on this "
+    fmt::print("  unreliable: a step's wall time was {:.0f}% over its CPU time{}: other programs took turns on this "
                "core. By its CPU time a step runs at {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s measured by CPU time too; "
                "the wall-clock figures are slower than this program is, and a ratio to PyTorch by the wall clock "
                "is only as good as the load was steady\n",
-               100.0 * (step.wall / step.cpu - 1.0), cpu_gflops, share_of_peak(cpu_gflops, cpu_peak), cpu_peak);
+               100.0 * (step.wall / step.cpu - 1.0), in_round, cpu_gflops, share_of_peak(cpu_gflops, cpu_peak),
+               cpu_peak);
   }
-  if (twin && twin->cpu_ms > 0 && twin->ms > 1.1 * twin->cpu_ms)
-    fmt::print("  unreliable: the twin's wall time was {:.0f}% over its CPU time: other programs took turns on this "
-               "core while it ran, so the ratio by CPU time is the steadier one\n",
-               100.0 * (twin->ms / twin->cpu_ms - 1.0));
+  if (twin && r.twin_worst_over > 1.1)
+    fmt::print("  unreliable: the twin's wall time was {:.0f}% over its CPU time{}: other programs took turns on "
+               "this core while it ran, so the ratio by CPU time is the steadier one\n",
+               100.0 * (r.twin_worst_over - 1.0),
+               r.rounds.size() > 1 ? fmt::format(" in round {}", r.twin_worst_round) : "");
   if (std::abs(r.peak_before - r.peak_after) > 0.1 * r.peak())
     fmt::print("  unreliable: the GEMM peak came out {:.1f} GFLOP/s before the steps and {:.1f} after: the share "
                "above is against the higher\n",
