@@ -137,14 +137,23 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
                                               "half-way",
                                               half_way);
   constexpr double kClip = 1.0;
+  // The schedule as this run's iterations meet it: a resumed run may start
+  // inside the warm-up, or past it, on the cosine.
+  const std::string rate =
+      first == 0 ? fmt::format("{}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
+      : first < schedule.warmup_iters
+          ? fmt::format("the rest of {}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
+          : fmt::format("past its warm-up of {}, on the cosine from {:.3g} down to {:g}",
+                        count_of(schedule.warmup_iters, "iteration"), learning_rate(first, schedule),
+                        schedule.min_lr);
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "
-                  "{}, then the cosine down to {:g}. {}, the loss on the same {} (drawn by a generator of their "
+                  "{}. {}, the loss on the same {} (drawn by a generator of their "
                   "own, seeded with seed + 1) and the mean loss of the training batches since the last line; {}, "
                   "100 characters the model writes after the prompt.",
                   iterations(o.iters - first), o.batch, o.seq_len, kClip, adamw.weight_decay,
-                  warmup_words(schedule), schedule.min_lr, when,
+                  rate, when,
                   // "the same validation batch", "the same 20 validation batches"
                   o.eval_iters == 1 ? std::string("validation batch")
                                     : fmt::format("{} validation batches", o.eval_iters),
