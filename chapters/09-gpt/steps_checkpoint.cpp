@@ -52,15 +52,15 @@ std::vector<uint32_t> bits_of(const GptParams& p) {
 
 GptCheckpoint resume_checkpoint(Options& o, Cli& cli) {
   std::error_code ec;
-  if (!std::filesystem::exists(o.checkpoint, ec))
-    throw UsageError(
-        cli.given("--checkpoint")
-            ? fmt::format("--resume: no checkpoint at {}: train first with `./book run 9 --checkpoint {}` (it saves "
-                          "the trained model there)",
-                          shown_path(o.checkpoint), shown_path(o.checkpoint))
-            : fmt::format("--resume: no checkpoint at {}: train first with `./book run 9` (it saves the trained model "
-                          "there), or name one with --checkpoint PATH",
-                          shown_path(o.checkpoint)));
+  if (!std::filesystem::exists(o.checkpoint, ec)) {
+    // The run that makes it: the same --quick and --checkpoint as this one.
+    const std::string train = fmt::format("./book run 9{}{}", o.quick ? " --quick" : "",
+                                          cli.given("--checkpoint") ? " --checkpoint " + shown_path(o.checkpoint) : "");
+    throw UsageError(fmt::format("--resume: no checkpoint at {}: train first with `{}` (it saves the trained model "
+                                 "there){}",
+                                 shown_path(o.checkpoint), train,
+                                 cli.given("--checkpoint") ? "" : ", or name one with --checkpoint PATH"));
+  }
   GptCheckpoint ckpt = load_gpt_checkpoint(o.checkpoint);
   const std::string name = o.checkpoint;
   const auto fail = [&](const std::string& why) {

@@ -105,8 +105,11 @@ refuse 09-gpt "--checkpoint: '$ch9_ckpt/new/' names a folder, not a file" --chec
 printf 'x' >"$ch9_ckpt/file"
 refuse 09-gpt "--checkpoint '$ch9_ckpt/file' is not a folder" --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
 refuse 09-gpt "--checkpoint '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
-refuse 09-gpt "none.safetensors: train first with" \
+refuse 09-gpt "none.safetensors: train first with \`./book run 9 --checkpoint" \
   --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
+# A --quick run is made again with --quick (not the full run's minutes).
+refuse 09-gpt "none.safetensors: train first with \`./book run 9 --quick --checkpoint" \
+  --quick --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
 printf 'not a checkpoint' >"$ch9_ckpt/text.safetensors"
 refuse 09-gpt "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkpoint" \
   --resume --checkpoint "$ch9_ckpt/text.safetensors" --no-plots
