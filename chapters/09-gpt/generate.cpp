@@ -31,8 +31,8 @@ using namespace sa::ch9;
 namespace {
 
 // The speed without the cache is measured on this many characters at most:
-// each costs a whole forward, about 14 times a cached one, and the
-// comparison needs no more.
+// each costs a whole forward, 10 to 16 times a cached one (by the vector
+// width: chapter 9 README, "Speed"), and the comparison needs no more.
 constexpr int64_t kCompared = 256;
 
 // The cost of generating `tokens` characters after a prompt of
