@@ -109,6 +109,12 @@ TEST_CASE("the advice is Fix: before Next:, and Next: gives the hint", "[checker
         "Run ./book check again after each change (or ./book check --watch).\n");
   report.chapters[0].results.push_back({sa::check::Status::fail, "c", "attention", "expected x to be 1, got 2", ""});
   CHECK(sa::check::summary_text(report).find("Fix: c\n  expected x to be 1, got 2\n") != std::string::npos);
+  // A crash listed above the wrong answer (chapter_text lists crashes and
+  // hangs first) is the one Fix: names, though it comes later in the suite.
+  report.chapters[0].results.push_back({sa::check::Status::crash, "d", "focus", "crashed: abort, in focus", ""});
+  const std::string listed = sa::check::chapter_text(report.chapters[0], false);
+  CHECK(listed.find("✗ d") < listed.find("✗ c"));
+  CHECK(sa::check::summary_text(report).find("Fix: d\n  crashed: abort, in focus\n") != std::string::npos);
   report.chapters[0].results = {{sa::check::Status::pass, "a", "softmax_rows", "", ""}};
   CHECK(sa::check::summary_text(report).ends_with("Every test passes.\n"));
   CHECK(sa::check::exit_status(report) == 0);

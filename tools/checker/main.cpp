@@ -108,8 +108,11 @@ int check_once(const CheckOptions& o) {
   // earlier chapters' solutions. Once they are, a check compiles only the
   // reader's changed files, in seconds, and the note would only be noise.
   const bool first_time = std::ranges::any_of(build, [](const std::string& c) { return !suite_compiled(c); });
-  progress << "book check: building the exercise suites of " << build.size() << " chapter(s)";
-  if (skipped_count > 0) progress << "; " << skipped_count << " untouched chapter(s) need no build yet";
+  progress << "book check: building the exercise suite" << (build.size() == 1 ? " of 1 chapter" : "s of ")
+           << (build.size() == 1 ? "" : std::to_string(build.size()) + " chapters");
+  if (skipped_count > 0)
+    progress << "; " << skipped_count
+             << (skipped_count == 1 ? " untouched chapter needs no build yet" : " untouched chapters need no build yet");
   progress << (first_time ? " (the first time takes a minute or two)..." : "...") << std::endl;
 
   // (in $TMPDIR, as mktemp -d: the cases' output and reports, the build log)

@@ -77,11 +77,15 @@ Advice advice(const CheckReport& report) {
   for (const ChapterReport& chapter : report.chapters) {
     if (chapter.state == ChapterReport::State::does_not_compile)
       return {Advice::Kind::compile, chapter.chapter, "", chapter.compile_error, ""};
-    for (const CaseResult& r : chapter.results) {
-      if (r.status == Status::fail || broken(r)) return {Advice::Kind::fix, chapter.chapter, r.test, r.message, ""};
+    // The first test case chapter_text lists: a crash or a hang before a
+    // wrong answer, each in the suite's order.
+    for (const bool crash_or_hang : {true, false})
+      for (const CaseResult& r : chapter.results)
+        if (crash_or_hang ? broken(r) : r.status == Status::fail)
+          return {Advice::Kind::fix, chapter.chapter, r.test, r.message, ""};
+    for (const CaseResult& r : chapter.results)
       if (r.status != Status::pass && next.kind == Advice::Kind::none)
         next = {Advice::Kind::next, chapter.chapter, r.test, r.message, r.hint};
-    }
   }
   return next;
 }

@@ -202,7 +202,7 @@ int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jo
   finish(0);
   const long seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - began).count();
-  std::cout << "\nbook: ran " << chapters.size() << " chapter(s) in " << seconds
+  std::cout << "\nbook: ran " << chapters.size() << (chapters.size() == 1 ? " chapter in " : " chapters in ") << seconds
             << " s. Next: ./book test, then ./book check for the exercises." << std::endl;
   return 0;
 }
