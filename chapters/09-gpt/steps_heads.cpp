@@ -155,9 +155,11 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
       plot::Heatmap p = plot::weights_heatmap(
           // (against even weights' numbers: 8% on the previous character
           // means nothing to a reader who does not know even is 7%)
-          fmt::format("layer {} head {}{}: {:.0f}% on the previous character, {:.0f}% on the word's start "
+          // (over the whole verse when the panel shows only its start)
+          fmt::format("layer {} head {}{} {:.0f}% on the previous character, {:.0f}% on the word's start "
                       "(even weights: {:.0f}%, {:.0f}%)",
-                      h->layer, h->head, shown < int64_t(verse.size()) ? ", whole verse" : "", 100 * h->on_previous,
+                      h->layer, h->head, shown < int64_t(verse.size()) ? "; over the whole verse," : ":",
+                      100 * h->on_previous,
                       100 * h->on_word_start, 100 * even.on_previous, 100 * even.on_word_start),
           h->W.topLeftCorner(shown, shown), labels);
       p.cblabel = "weight";
