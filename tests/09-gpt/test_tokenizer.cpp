@@ -166,3 +166,33 @@ TEST_CASE("decode: an id outside the vocabulary is refused", "[ch09][decode]") {
     CHECK_THROWS_AS(decode(vocab, {0, bad}), std::out_of_range);
   }
 }
+
+TEST_CASE("decode: the refusal of an id outside the vocabulary names the id and its position", "[ch09][decode]") {
+  // gpt.hpp: "refused with std::out_of_range naming the id and its position".
+  // vector::at's own out_of_range names neither (its "__n (which is
+  // 18446744073709551615)" is -1 read as an unsigned index).
+  const CharVocab vocab = build_vocab("abc");
+  struct Case {
+    std::vector<int64_t> ids;
+    const char* id;        // as the message should write it
+    const char* position;  // 0-based, counted in ids
+  };
+  for (const Case& c : {Case{{0, 1, 1000}, "1000", "position 2"}, Case{{-1, 0}, "-1", "position 0"}}) {
+    std::string message = "(no exception)";
+    try {
+      decode(vocab, c.ids);
+    } catch (const sa::NotImplemented&) {
+      throw;
+    } catch (const std::out_of_range& e) {
+      message = e.what();
+    } catch (...) {
+      message = "(threw something other than std::out_of_range)";
+    }
+    // (a failed check quotes the message itself: "expected message to contain ..., got ...")
+    INFO("decode(vocab of \"abc\", ids " << list(c.ids) << "): id " << c.id << " at " << c.position
+                                          << " is outside [0, 3)");
+    CHECK_THAT(message, Catch::Matchers::Contains(c.id));
+    CHECK_THAT(message, Catch::Matchers::Contains(c.position));
+    CHECK_THAT(message, !Catch::Matchers::Contains("\n"));
+  }
+}
