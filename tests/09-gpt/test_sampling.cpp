@@ -136,10 +136,18 @@ TEST_CASE("sampling_probs: a logit of -inf is a token that can never be drawn, n
 TEST_CASE("sampling_probs: a bad temperature, top_k, or logits are refused", "[ch09][sampling_probs]") {
   const RowVector logits = RowVector::LinSpaced(6, -1.0f, 1.0f);
   const double inf = std::numeric_limits<double>::infinity();
-  for (double t : {0.0, -1.0, inf, std::nan("")}) {
-    INFO("temperature " << t);
-    CHECK_THROWS_AS(sampling_probs(logits, t, 3), std::invalid_argument);
-  }
+  // Each bad temperature on two rows. On (-1 ... 1), temperature 0 makes a
+  // +inf that chapter 3's softmax_rows refuses by itself; on logits that are
+  // all below 0 it makes every logit -inf, which softmax_rows turns into a
+  // row of zeros, not a distribution: only the temperature's own check
+  // refuses that.
+  const RowVector negative = RowVector::LinSpaced(6, -3.0f, -0.5f);
+  for (const auto& [row, name] : {std::pair{&logits, "(-1, -0.6, -0.2, 0.2, 0.6, 1)"},
+                                  std::pair{&negative, "(-3, -2.5, -2, -1.5, -1, -0.5), all below 0"}})
+    for (double t : {0.0, -1.0, inf, std::nan("")}) {
+      INFO("sampling_probs(logits " << name << ", temperature " << t << ", top_k 3)");
+      CHECK_THROWS_AS(sampling_probs(*row, t, 3), std::invalid_argument);
+    }
   for (int64_t k : {int64_t(0), int64_t(-1), int64_t(7)}) {
     INFO("top_k " << k << " with a vocabulary of 6");
     CHECK_THROWS_AS(sampling_probs(logits, 1.0, k), std::invalid_argument);
