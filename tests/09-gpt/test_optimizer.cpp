@@ -9,6 +9,7 @@
 #include "support/catch.hpp"
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -80,6 +81,29 @@ TEST_CASE("clip_grad_norm: norms 5 and 12 make 13, and both tensors are divided 
   check_close("(3, 0, 4)[0] after clipping", g[0][0], 3 * f, kElementwise);
   check_close("(3, 0, 4)[2] after clipping", g[0][2], 4 * f, kElementwise);
   check_close("(0, 12)[1] after clipping", g[1][1], 12 * f, kElementwise);
+}
+
+TEST_CASE("clip_grad_norm: the factor is max_norm / (norm + 1e-6), also for a small norm and at max_norm",
+          "[ch09][clip_grad_norm]") {
+  // PyTorch divides by norm + 1e-6 and multiplies by min(factor, 1) whatever
+  // the norm. For a norm of order 1 the 1e-6 is invisible; for a norm of
+  // 5e-4 it is 0.2%: leaving it out, or scaling only when the norm is above
+  // max_norm, moves these values by 2e-3 relative. The tolerance is
+  // relative only (1e-5, a few float operations): the values are of order
+  // 1e-4, where kElementwise's 1e-6 absolute would be 1%.
+  constexpr Tolerance kRelative{0.0, 1e-5};
+  for (double max_norm : {1e-4, 5e-4}) {
+    std::vector<std::vector<float>> g = {{3e-4f, 0.0f}, {4e-4f}};
+    const double norm = std::sqrt(double(g[0][0]) * g[0][0] + double(g[1][0]) * g[1][0]);  // 5e-4
+    const double factor = std::min(max_norm / (norm + 1e-6), 1.0);
+    const std::string call = fmt::format("clip_grad_norm((3e-4, 0), (4e-4); max_norm {:g})", max_norm);
+    const double total = clip_grad_norm(spans(g), max_norm);
+    check_close(call + ": the norm", total, norm, kRelative);
+    check_close(fmt::format("(3e-4, 0)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[0][0],
+                3e-4f * factor, kRelative);
+    check_close(fmt::format("(4e-4)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[1][0],
+                4e-4f * factor, kRelative);
+  }
 }
 
 TEST_CASE("clip_grad_norm: gradients of zeros stay zeros, and no tensor at all has norm 0", "[ch09][clip_grad_norm]") {
