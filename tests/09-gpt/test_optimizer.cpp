@@ -217,6 +217,18 @@ TEST_CASE("adamw_step: spans of different lengths, a step number below 1, a nega
     CHECK_THROWS_AS(adamw_step(p, short_g, m, v, 1, cfg), std::invalid_argument);
   }
   unchanged("adamw_step with a gradient of 2 values for a parameter of 3");
+  // m and v too: chapter 7's adam_step refuses them, but after the decay.
+  std::vector<float> short_m(2, 0), short_v(2, 0);
+  {
+    INFO("m of 2 values for a parameter of 3");
+    CHECK_THROWS_AS(adamw_step(p, g, short_m, v, 1, cfg), std::invalid_argument);
+  }
+  unchanged("adamw_step with m of 2 values for a parameter of 3");
+  {
+    INFO("v of 2 values for a parameter of 3");
+    CHECK_THROWS_AS(adamw_step(p, g, m, short_v, 1, cfg), std::invalid_argument);
+  }
+  unchanged("adamw_step with v of 2 values for a parameter of 3");
   {
     INFO("step number 0 (the first step is 1)");
     CHECK_THROWS_AS(adamw_step(p, g, m, v, 0, cfg), std::invalid_argument);
