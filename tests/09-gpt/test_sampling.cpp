@@ -149,25 +149,26 @@ TEST_CASE("sampling_probs: a bad temperature, top_k, or logits are refused", "[c
       CHECK_THROWS_AS(sampling_probs(*row, t, 3), std::invalid_argument);
     }
   for (int64_t k : {int64_t(0), int64_t(-1), int64_t(7)}) {
-    INFO("top_k " << k << " with a vocabulary of 6");
+    INFO("sampling_probs(logits (-1, -0.6, -0.2, 0.2, 0.6, 1), temperature 1, top_k " << k << "): a vocabulary of 6");
     CHECK_THROWS_AS(sampling_probs(logits, 1.0, k), std::invalid_argument);
   }
   {
-    INFO("top_k 6 with a vocabulary of 6 keeps every token");
+    INFO("sampling_probs(logits (-1, -0.6, -0.2, 0.2, 0.6, 1), temperature 1, top_k 6): k = vocabulary keeps every "
+         "token");
     CHECK_NOTHROW(sampling_probs(logits, 1.0, 6));
   }
   RowVector bad = logits;
   bad(2) = std::numeric_limits<float>::quiet_NaN();
   {
-    INFO("a NaN logit");
+    INFO("sampling_probs(logits (-1, -0.6, nan, 0.2, 0.6, 1), temperature 1, top_k 3): a NaN logit");
     CHECK_THROWS_AS(sampling_probs(bad, 1.0, 3), std::invalid_argument);
   }
   bad(2) = std::numeric_limits<float>::infinity();
   {
-    INFO("a +inf logit");
+    INFO("sampling_probs(logits (-1, -0.6, inf, 0.2, 0.6, 1), temperature 1, top_k 3): a +inf logit");
     CHECK_THROWS_AS(sampling_probs(bad, 1.0, 3), std::invalid_argument);
   }
-  INFO("an empty row");
+  INFO("sampling_probs(logits (), temperature 1, top_k 1): an empty row");
   CHECK_THROWS_AS(sampling_probs(RowVector(0), 1.0, 1), std::invalid_argument);
 }
 
@@ -236,24 +237,24 @@ TEST_CASE("sample_token: a bad distribution is refused", "[ch09][sample_token]")
   RowVector p(3);
   p << 0.5f, -0.1f, 0.6f;
   {
-    INFO("a negative probability");
+    INFO("sample_token((0.5, -0.1, 0.6)): a negative probability");
     CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
   }
   p << 0.5f, std::numeric_limits<float>::quiet_NaN(), 0.5f;
   {
-    INFO("a NaN probability");
+    INFO("sample_token((0.5, nan, 0.5)): a NaN probability");
     CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
   }
   p << 0.5f, std::numeric_limits<float>::infinity(), 0.5f;
   {
-    INFO("an infinite probability");
+    INFO("sample_token((0.5, inf, 0.5)): an infinite probability");
     CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
   }
   p.setZero();
   {
-    INFO("probabilities that sum to 0");
+    INFO("sample_token((0, 0, 0)): probabilities that sum to 0");
     CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
   }
-  INFO("an empty row");
+  INFO("sample_token(()): an empty row");
   CHECK_THROWS_AS(sample_token(RowVector(0), gen), std::invalid_argument);
 }
