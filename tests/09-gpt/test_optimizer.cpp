@@ -194,8 +194,10 @@ TEST_CASE("adamw_step: a weight with gradient 0 only decays, by exactly (1 - lr 
 }
 
 TEST_CASE("adamw_step: weight_decay 0 is chapter 7's adam_step", "[ch09][adamw_step]") {
-  std::vector<float> p1 = {0.5f, -1.0f, 2.0f}, p2 = p1, g = {0.1f, -0.3f, 0.02f};
-  std::vector<float> m1(3, 0), v1(3, 0), m2(3, 0), v2(3, 0);
+  // The last gradient, 1e-7, is of eps's order: there eps's place shows
+  // (added to sqrt(v_hat): a step of 0.91 lr; inside the root: 0.001 lr).
+  std::vector<float> p1 = {0.5f, -1.0f, 2.0f, 1.0f}, p2 = p1, g = {0.1f, -0.3f, 0.02f, 1e-7f};
+  std::vector<float> m1(4, 0), v1(4, 0), m2(4, 0), v2(4, 0);
   AdamWConfig w{1e-2, 0.9, 0.999, 1e-8, 0.0};
   for (int t = 1; t <= 3; ++t) {
     adamw_step(p1, g, m1, v1, t, w);
