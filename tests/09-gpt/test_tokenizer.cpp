@@ -11,6 +11,7 @@
 #include "support/catch.hpp"
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,20 @@ std::string list(const std::vector<int64_t>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
   return "[" + s + "]";
+}
+
+// Where two lists or texts first differ, for a message: ", first at [2]: 11
+// instead of 10" (a list) or ", first at byte 3" (a text); "" when one is
+// the start of the other (their lengths then say it).
+std::string first_difference(const std::vector<int64_t>& got, const std::vector<int64_t>& expected) {
+  for (size_t i = 0; i < std::min(got.size(), expected.size()); ++i)
+    if (got[i] != expected[i]) return fmt::format(", first at [{}]: {} instead of {}", i, got[i], expected[i]);
+  return "";
+}
+std::string first_difference(const std::string& got, const std::string& expected) {
+  for (size_t i = 0; i < std::min(got.size(), expected.size()); ++i)
+    if (got[i] != expected[i]) return fmt::format(", first at byte {}", i);
+  return "";
 }
 
 // The message of the std::invalid_argument `f` throws (a note when it throws
@@ -97,7 +112,8 @@ TEST_CASE("encode: the ids of a second text are Python's stoi of each character"
   const std::vector<int64_t>& expected = fx().i64("tok.ids");
   if (got != expected)
     FAIL_CHECK("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\") gave "
-               << list(got) << ", expected " << list(expected) << " (one id per character, not per byte: 24 ids)");
+               << list(got) << ", expected " << list(expected) << " (" << got.size() << " ids, expected "
+               << expected.size() << first_difference(got, expected) << "; one id per character, not per byte)");
 }
 
 TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[ch09][decode]") {
@@ -106,7 +122,7 @@ TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[c
     const std::string back = decode(vocab, encode(vocab, text));
     if (back != text)
       FAIL_CHECK("decode(encode(\"" << printable(text) << "\")) gave \"" << printable(back) << "\" (" << back.size()
-                                  << " bytes, expected " << text.size() << ")");
+                                  << " bytes, expected " << text.size() << first_difference(back, text) << ")");
   }
   const std::vector<int64_t> none;
   INFO("decode of no ids gives an empty text");
@@ -118,7 +134,9 @@ TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
   const std::string got = decode(vocab, fx().i64("tok.ids"));
   // (printable: a line end shows as \n, a byte that is not UTF-8 as \xNN)
   if (got != kSecond)
-    FAIL_CHECK("decode(tok.ids) gave \"" << printable(got) << "\", expected \"" << printable(kSecond) << "\"");
+    FAIL_CHECK("decode(tok.ids) gave \"" << printable(got) << "\", expected \"" << printable(kSecond) << "\" ("
+                                         << got.size() << " bytes, expected " << kSecond.size()
+                                         << first_difference(got, kSecond) << ")");
 }
 
 TEST_CASE("encode: a character outside the vocabulary is refused in one line naming it and its position",
