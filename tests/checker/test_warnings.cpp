@@ -75,5 +75,14 @@ TEST_CASE("a chapter's warnings are shown when a test did not pass, three at mos
   sa::check::CheckReport report;
   report.chapters = {c};
   const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(report));
-  CHECK(json["chapters"][0]["warnings"].size() == 4);
+  REQUIRE(json["chapters"][0]["warnings"].size() == 4);
+  // Each as its parts, for a tool that jumps to the line; a line of another
+  // form keeps its text alone.
+  const nlohmann::json& first = json["chapters"][0]["warnings"][0];
+  CHECK(first["file"] == "exercises/02-scaling/scaling.cpp");
+  CHECK(first["line"] == 28);
+  CHECK(first["column"] == 9);
+  CHECK(first["message"] == "unused variable ‘scale’ [-Wunused-variable]");
+  CHECK(first["text"] == c.warnings[0]);
+  CHECK(json["chapters"][0]["warnings"][1] == nlohmann::json({{"text", "w2"}}));
 }

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <map>
 #include <cctype>
+#include <map>
 #include <sstream>
 
 namespace sa::check {
@@ -234,6 +234,35 @@ int exit_status(const CheckReport& report) {
   return 0;
 }
 
+namespace {
+
+// One warning as a tool reads it: "exercises/02-scaling/scaling.cpp:28:9:
+// unused variable 'scale' [-Wunused-variable]" as its file, line, column
+// and message, and the whole line as text (a line in another form keeps
+// only its text).
+nlohmann::json warning_json(const std::string& line) {
+  nlohmann::json w = {{"text", line}};
+  const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1),
+               c = b == std::string::npos ? b : line.find(':', b + 1);
+  const auto number = [&](size_t from, size_t to) -> long {
+    if (from >= to || to - from > 9) return -1;
+    for (size_t i = from; i < to; ++i)
+      if (!std::isdigit(static_cast<unsigned char>(line[i]))) return -1;
+    return std::stol(line.substr(from, to - from));
+  };
+  if (c == std::string::npos) return w;
+  const long row = number(a + 1, b), column = number(b + 1, c);
+  if (row < 0 || column < 0) return w;
+  w["file"] = line.substr(0, a);
+  w["line"] = row;
+  w["column"] = column;
+  const size_t message = line.find_first_not_of(' ', c + 1);
+  w["message"] = message == std::string::npos ? "" : line.substr(message);
+  return w;
+}
+
+}  // namespace
+
 std::string report_json(const CheckReport& report) {
   using nlohmann::json;
   json tests = json::array(), chapters = json::array();
@@ -255,7 +284,9 @@ std::string report_json(const CheckReport& report) {
         summary["status"] = word.substr(word.find("  ") + 2);
         summary["passed"] = c.pass;
         summary["tests"] = c.total();
-        summary["warnings"] = chapter.warnings;  // (every one, passed or not: a tool decides)
+        // (every one, passed or not: a tool decides)
+        summary["warnings"] = json::array();
+        for (const std::string& w : chapter.warnings) summary["warnings"].push_back(warning_json(w));
         break;
       }
     }
