@@ -158,7 +158,17 @@ inline Corpus load_corpus(const std::string& path) {
     throw UsageError(fmt::format("corpus '{}' has {} bytes; at most {} (1 MiB)", path, size, kMaxCorpusBytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("corpus '{}': cannot open it", path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Read as far as one byte past the limit, whatever its size said: a file
+  // that grows while it is read stops there. A read error is the reader's
+  // file, not the program's (/proc/self/mem ended the run with status 1 and
+  // libstdc++'s "basic_filebuf::underflow error reading the file").
+  std::string text(kMaxCorpusBytes + 1, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.bad()) throw UsageError(fmt::format("corpus '{}': cannot read it (a read error)", path));
+  text.resize(std::size_t(in.gcount()));
+  if (text.size() > kMaxCorpusBytes)
+    throw UsageError(fmt::format("corpus '{}' has more than {} bytes (1 MiB), the most it may have", path,
+                                 kMaxCorpusBytes));
   // A NUL says "binary" more plainly than a line number would (UTF-16 files
   // are full of them).
   if (const auto nul = text.find('\0'); nul != std::string::npos)

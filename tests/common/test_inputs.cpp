@@ -49,6 +49,10 @@ TEST_CASE("corpus: a folder, a pipe, a binary file and sizes beyond the limits a
   const fs::path huge = scratch("corpus-huge.txt");
   std::ofstream(huge) << std::string(kMaxCorpusBytes + 1, 'a');
   CHECK(refused(huge.string()).find("bytes; at most 1048576 (1 MiB)") != std::string::npos);
+  // A file that exists but cannot be read (under /proc, where even root
+  // gets EIO) is the reader's mistake: one line naming it, not the status 1
+  // of libstdc++'s "basic_filebuf::underflow error reading the file".
+  CHECK(refused("/proc/self/mem") == "corpus '/proc/self/mem': cannot read it (a read error)");
   std::string long_sentence;
   for (std::size_t i = 0; i <= kMaxSentenceWords; ++i) long_sentence += "w ";
   CHECK_THROWS_WITH(parse_corpus("# a comment\n\n" + long_sentence, "long"),
