@@ -123,7 +123,12 @@ inline Corpus parse_corpus(std::string_view text, const std::string& name) {
       throw UsageError(fmt::format("corpus '{}', line {}: {}", name, line_number, problem));
     const auto start = line.find_first_not_of(" \t");
     if (start == std::string_view::npos || line[start] == '#') continue;
-    std::vector<std::string> w = tokenize(line);
+    std::vector<std::string> w;
+    try {
+      w = tokenize(line);
+    } catch (const UsageError& e) {  // a word too long to label a matrix: said with its file and line
+      throw UsageError(fmt::format("corpus '{}', line {}: {}", name, line_number, e.what()));
+    }
     if (w.size() > kMaxSentenceWords)
       throw UsageError(fmt::format("corpus '{}', line {}: sentence {} has {} words; at most {}", name, line_number,
                                    words.size() + 1, w.size(), kMaxSentenceWords));

@@ -61,8 +61,8 @@ void run(int argc, char** argv) {
           IntRange{1, 100000});
   cli.add("--corpus", &c.corpus,
           "corpus: the sentence file, one sentence a line, words lower-cased (Unicode letters too); UTF-8 text "
-          "(a byte-order mark, CRLF line ends and tabs are fine) of at most 1 MiB, 10000 sentences and 32 words "
-          "a sentence (default: chapters/07-training/corpus.txt)",
+          "(a byte-order mark, CRLF line ends and tabs are fine) of at most 1 MiB, 10000 sentences, 32 words "
+          "a sentence and 64 characters a word (default: chapters/07-training/corpus.txt)",
           "a file");
   cli.add("--text", &c.text, "corpus: the sentence whose attention is shown and drawn");
   cli.add("--corpus-epochs", &c.corpus_epochs, "corpus: passes over the training sentences", IntRange{1, 100000});

@@ -137,7 +137,9 @@ void Cli::add(const std::string& flag, int64_t* target, const std::string& help,
 }
 
 void Cli::add_sentence(std::string* text, const std::string& what) {
-  add("--text", text, fmt::format("{} (words split on spaces, at most {} words)", what, kMaxTextTokens));
+  add("--text", text,
+      fmt::format("{} (words split on spaces, at most {} words of at most {} characters)", what, kMaxTextTokens,
+                  kMaxWordChars));
 }
 
 void Cli::add_width(const std::string& flag, int64_t* width, const std::string& help) {

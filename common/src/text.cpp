@@ -98,7 +98,17 @@ std::string lower_case(std::string_view text) {
 std::vector<std::string> tokenize(std::string_view text) {
   std::istringstream in(lower_case(text));
   std::vector<std::string> tokens;
-  for (std::string w; in >> w;) tokens.push_back(w);
+  for (std::string w; in >> w;) {
+    // (characters: the bytes that do not continue a UTF-8 sequence)
+    const auto chars = std::size_t(std::count_if(w.begin(), w.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
+    if (chars > kMaxWordChars)
+      throw UsageError(fmt::format("the word '{}' has {} characters; at most {} (words label the rows and columns of "
+                                   "every matrix and figure)",
+                                   printable(w, 24), chars, kMaxWordChars));
+    tokens.push_back(w);
+  }
   if (tokens.empty()) throw UsageError("the text has no tokens: give at least one word");
   return tokens;
 }

@@ -409,6 +409,20 @@ TEST_CASE("tokenize_text: a --text as readers have it: line ends and a byte-orde
                     "--text: control character \\x1b at byte 3; words are separated by spaces, tabs or line ends");
 }
 
+// Every step prints its matrices with the words as labels, and the figures
+// size their margins from them: a word of 1,000 letters printed lines of
+// 3,000 characters, then failed drawing (cairo refused the canvas) after
+// every step had run. Characters are counted, not bytes.
+TEST_CASE("tokenize: a word of more than kMaxWordChars characters is refused with one line", "[common][text]") {
+  std::string accented;
+  for (std::size_t i = 0; i < kMaxWordChars; ++i) accented += "\xC3\xA9";  // 64 é: 128 bytes
+  CHECK(tokenize_text("the " + accented).size() == 2);
+  CHECK_THROWS_WITH(tokenize_text("the " + std::string(1000, 'w') + " cat"),
+                    "the word 'wwwwwwwwwwwwwwwwwwwwwwww...' has 1000 characters; at most 64 (words label the rows and "
+                    "columns of every matrix and figure)");
+  CHECK_THROWS_AS(tokenize(accented + "\xC3\xA9"), UsageError);
+}
+
 TEST_CASE("make_linear draws within nn.Linear's bound, in (d_in, d_out) layout", "[common][nn]") {
   Generator gen(0);
   const Linear l = make_linear(gen, 16, 3);

@@ -92,6 +92,15 @@ TEST_CASE("corpus: text that is not UTF-8, control characters and Unicode spaces
   CHECK(refused("caf\xc3\xa9 na\xc3\xafve \xe2\x82\xac \xf0\x9f\x98\x80\n") == "accepted");
 }
 
+// A corpus word labels the matrices and figures of chapter 7 as a --text
+// word does those of chapters 1 to 5: one too long is refused as the file is
+// read (it trained, saved, and then failed drawing, exit 1).
+TEST_CASE("corpus: a word too long to label a matrix is refused naming file and line", "[common][inputs]") {
+  CHECK_THROWS_WITH(parse_corpus("the cat sat\nthe " + std::string(100, 'w') + " sat\n", "c.txt"),
+                    "corpus 'c.txt', line 2: the word 'wwwwwwwwwwwwwwwwwwwwwwww...' has 100 characters; at most 64 "
+                    "(words label the rows and columns of every matrix and figure)");
+}
+
 TEST_CASE("corpus: a byte-order mark, CRLF line ends, tabs and a missing final newline read like the clean file",
           "[common][inputs]") {
   const std::string clean = "# a comment\nthe cat sat\n\nthe dog ran home\n";

@@ -21,8 +21,15 @@ namespace sa {
 // than keep it capitalised while --help says words are lower-cased.
 std::string lower_case(std::string_view text);
 
+// The longest word a text may hold, in characters: the chapters print their
+// matrices with the words as row and column labels, and the figures size
+// their margins from them (a word of 1,000 letters printed lines of 3,000
+// characters, then asked cairo for a canvas larger than it draws: exit 1
+// after every step had run, or chapter 7's after its training).
+inline constexpr std::size_t kMaxWordChars = 64;
+
 // Lower-cases and splits on white space; throws UsageError when the text has
-// no words.
+// no words, or a word of more than kMaxWordChars characters.
 std::vector<std::string> tokenize(std::string_view text);
 
 // The longest --text a chapter program takes: every step prints (token,
