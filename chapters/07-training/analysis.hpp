@@ -38,9 +38,12 @@ inline Matrix uniform_weights(int64_t seq, bool causal) {
   return P;
 }
 
-// The ids of a text in a vocabulary given as its token strings (tokens[id]),
-// matched without regard to case ("sep" finds "SEP"). An unknown token is a
-// UsageError that names it and shows what the vocabulary holds.
+// The ids of a --text in a vocabulary given as its token strings
+// (tokens[id]), matched without regard to case ("sep" finds "SEP"). The
+// text is checked as the chapters' --text is (checked_text: a byte-order
+// mark dropped, bytes that are not UTF-8 and control characters refused,
+// rather than shown raw in the message about an unknown token). An unknown
+// token is a UsageError that names it and shows what the vocabulary holds.
 inline std::vector<int64_t> encode_text(const std::string& text, const std::vector<std::string>& tokens) {
   std::vector<std::string> lowered;
   for (const std::string& t : tokens) lowered.push_back(lower_case(t));
@@ -48,7 +51,7 @@ inline std::vector<int64_t> encode_text(const std::string& text, const std::vect
   if (vocab.size() != int64_t(tokens.size()))
     throw UsageError("the vocabulary holds the same token twice (ignoring case): cannot look words up in it");
   std::vector<int64_t> ids;
-  for (const std::string& word : tokenize(text)) {
+  for (const std::string& word : tokenize(checked_text(text))) {
     const auto it = std::find(lowered.begin(), lowered.end(), word);
     if (it == lowered.end()) {
       std::string known;

@@ -113,12 +113,9 @@ std::vector<std::string> tokenize(std::string_view text) {
   return tokens;
 }
 
-std::vector<std::string> tokenize_text(std::string_view text) {
-  // A --text as a reader's shell or editor hands it over: a byte-order mark
-  // in front (some editors save one) is dropped; bytes that are not UTF-8,
-  // and control characters other than the white space that separates words,
-  // are refused: they would print raw, or make tokens no one can see.
-  // (byte positions count from the text as given, mark included)
+std::string_view checked_text(std::string_view text) {
+  // A byte-order mark in front (some editors save one) is dropped. (byte
+  // positions count from the text as given, mark included)
   const std::size_t mark = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   text.remove_prefix(mark);
   for (std::size_t i = 0; i < text.size();) {
@@ -132,7 +129,11 @@ std::vector<std::string> tokenize_text(std::string_view text) {
                                    printable(text.substr(i, n)), mark + i));
     i += n;
   }
-  std::vector<std::string> tokens = tokenize(text);
+  return text;
+}
+
+std::vector<std::string> tokenize_text(std::string_view text) {
+  std::vector<std::string> tokens = tokenize(checked_text(text));
   if (tokens.size() > kMaxTextTokens)
     throw UsageError(fmt::format("--text has {} words; at most {} (every step prints a matrix per pair of words)",
                                  tokens.size(), kMaxTextTokens));

@@ -1,6 +1,7 @@
 // Chapter 7's --corpus input (chapters/07-training/corpus.hpp): book code,
 // not an exercise, so it is tested here and not in the chapter's hidden
 // suite (whose untouched run must fail only with "not implemented yet").
+#include "07-training/analysis.hpp"
 #include "07-training/corpus.hpp"
 #include "08-efficient-attention/steps.hpp"
 
@@ -99,6 +100,20 @@ TEST_CASE("corpus: a word too long to label a matrix is refused naming file and 
   CHECK_THROWS_WITH(parse_corpus("the cat sat\nthe " + std::string(100, 'w') + " sat\n", "c.txt"),
                     "corpus 'c.txt', line 2: the word 'wwwwwwwwwwwwwwwwwwwwwwww...' has 100 characters; at most 64 "
                     "(words label the rows and columns of every matrix and figure)");
+}
+
+// Chapter 7's --text and 07-training-analyze's are read as the chapters'
+// --text is: the byte-order mark an editor saves in front is dropped (it
+// made the first word unknown, shown with the mark invisible in it), and
+// bytes that are not UTF-8 or control characters are refused by name
+// (they were printed raw inside "unknown token '...'").
+TEST_CASE("encode_text: a --text with a byte-order mark, bytes that are not UTF-8 or control characters",
+          "[common][inputs]") {
+  const std::vector<std::string> vocab = {"the", "cat", "sat"};
+  CHECK(encode_text("\xEF\xBB\xBFthe cat\r\n", vocab) == std::vector<int64_t>{0, 1});
+  CHECK_THROWS_WITH(encode_text("the caf\xE9", vocab), "--text: byte 7 (0xe9) is not UTF-8; give the text in UTF-8");
+  CHECK_THROWS_WITH(encode_text("the\x1b[31m cat", vocab),
+                    "--text: control character \\x1b at byte 3; words are separated by spaces, tabs or line ends");
 }
 
 TEST_CASE("corpus: a byte-order mark, CRLF line ends, tabs and a missing final newline read like the clean file",

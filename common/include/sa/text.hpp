@@ -37,8 +37,15 @@ std::vector<std::string> tokenize(std::string_view text);
 // words printed 65 MB).
 inline constexpr std::size_t kMaxTextTokens = 64;
 
-// tokenize() for a chapter's --text: also refuses more than kMaxTextTokens
-// words, with one line, before anything is allocated or printed.
+// A --text as a reader's shell or editor hands it over: without a
+// byte-order mark in front; UsageError, naming the byte, for bytes that are
+// not UTF-8 and for control characters other than the white space between
+// words (they would print raw, or make tokens no one can see).
+std::string_view checked_text(std::string_view text);
+
+// tokenize(checked_text(text)) for a chapter's --text: also refuses more
+// than kMaxTextTokens words, with one line, before anything is allocated or
+// printed.
 std::vector<std::string> tokenize_text(std::string_view text);
 
 class Vocabulary {
