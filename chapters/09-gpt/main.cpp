@@ -86,6 +86,16 @@ void run(int argc, char** argv) {
   std::optional<GptCheckpoint> resumed;
   if (o.resume) resumed = resume_checkpoint(o, cli);
   o.model_config().validate();  // d_model divisible by n_heads
+  // The checkpoint's readers (--resume, ./book generate) take files of at
+  // most 1 GiB: a model whose file would be larger is refused now, even with
+  // --i-know-it-is-big (it trained, and its save failed after the training).
+  if (const uint64_t bytes = gpt_checkpoint_size_bound(o.model_config()); bytes > kMaxCheckpointFile)
+    throw UsageError(fmt::format("--seq-len {} --d-model {} --n-layers {} make a model of {} parameters, whose "
+                                 "checkpoint (with AdamW's two moments) would take about {}: more than the {} GiB a "
+                                 "checkpoint may have (--resume and ./book generate read no larger file); give a "
+                                 "smaller --d-model or --n-layers",
+                                 o.seq_len, o.d_model, o.n_layers, gpt_parameter_count(o.model_config()),
+                                 bytes_str(double(bytes)), kMaxCheckpointFile >> 30));
   cli.check_budget(run_estimate(o));
   // The default folder is made on the first run; a folder the reader names
   // must exist, so that a typo never leaves 8 MB of text somewhere else.

@@ -42,8 +42,14 @@ RunEstimate run_estimate(const Options& o) {
               forward_sequences * (heads + layers * kSecondsPerLayerStep) / 3.0;
   // Parameters, gradients and AdamW's two moments; one step's activations
   // (about 30 floats a token and layer of width d, the logits); the text's
-  // ids (8 bytes a character) and the text itself.
-  e.bytes = 16.0 * params + 4.0 * B * T * (layers * 30.0 * d + 4.0 * V) + 9.0 * double(kTextBytes);
+  // ids (8 bytes a character) and the text itself. Or, when more, the save
+  // after step 10: the model and AdamW's state, their copy in the
+  // checkpoint, its bytes, and the file read back and compared bit for bit,
+  // 80 bytes a parameter (measured at 25 M and 88 M parameters: 2.0 and 7.0
+  // GB, where the 16 bytes of training alone had estimated the second at
+  // 1.4 GB, within the budget).
+  const double training = 16.0 * params + 4.0 * B * T * (layers * 30.0 * d + 4.0 * V);
+  e.bytes = std::max(training, 80.0 * params) + 9.0 * double(kTextBytes);
   e.options = fmt::format(
       "--iters {} --batch {} --seq-len {} --d-model {} --n-heads {} --n-layers {} --eval-interval {} --eval-iters {} "
       "--gen-chars {}",

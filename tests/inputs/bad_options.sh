@@ -71,6 +71,14 @@ refuse 09-gpt "--prompt: character 'X' at position 0 is not in the vocabulary of
 refuse 09-gpt "--iters 100000 --batch 12 --seq-len 64 --d-model 128 --n-heads 4 --n-layers 4 --eval-interval 200 --eval-iters 20 --gen-chars 300 would take about" \
   --iters 100000 --no-plots
 refuse 09-gpt "--prompt is empty: give at least one character of the training text" --prompt ""
+# A model whose checkpoint would pass the 1 GiB its readers take: refused
+# before the training, even with --i-know-it-is-big (it trained, then its
+# save failed, exit 2 after the work). One under it still needs 7 GB to be
+# saved and read back (the training alone, 1.4): over the memory budget.
+refuse 09-gpt "--seq-len 16 --d-model 1024 --n-layers 8 make a model of 100819968 parameters, whose checkpoint" \
+  --iters 1 --batch 1 --seq-len 16 --d-model 1024 --n-layers 8 --i-know-it-is-big --no-plots
+refuse 09-gpt "--iters 1 --batch 1 --seq-len 16 --d-model 1024 --n-heads 4 --n-layers 7 --eval-interval 200 --eval-iters 1 --gen-chars 1 would need about" \
+  --iters 1 --batch 1 --seq-len 16 --d-model 1024 --n-layers 7 --eval-iters 1 --gen-chars 1 --no-plots
 # Heads and layers cost beyond their operations (a head's softmax and copies
 # do not shrink with its width): 200000 steps of 64 layers on one character
 # (20-30 min) and 128 heads of width 1 in 8 layers (about 20 min) were
