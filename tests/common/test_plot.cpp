@@ -296,6 +296,24 @@ TEST_CASE("plot: a figure is written under a temporary name and renamed once com
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
 }
 
+// A gnuplot that stops at an error while the script is still being written
+// (here cairo refuses the canvas that a label of 100,000 characters asks
+// for, at `set multiplot`, the fourth line, with every panel still to come):
+// the write's SIGPIPE ended the program, status 141 and no message, its
+// unfinished figure left behind. Now the figure fails with gnuplot's error,
+// and leaves nothing.
+TEST_CASE("plot: a gnuplot that stops before the end of its script is an error, not a SIGPIPE", "[common][plot]") {
+  if (!plot::available()) return;
+  const fs::path dir = scratch_dir() / "sigpipe";
+  fs::remove_all(dir);
+  std::vector<std::string> labels = kTokens;
+  labels[0] = std::string(100000, 'w');
+  const plot::Heatmap hm = plot::weights_heatmap("long", causal_weights(), labels);
+  CHECK_THROWS_WITH(plot::heatmap_grid((dir / "long.png").string(), "long", 1, 2, {hm, hm}),
+                    Catch::Contains("gnuplot failed drawing"));
+  CHECK(temporaries_in(dir) == 0);
+}
+
 // Hidden from the normal run ([.]): it needs a small disk of its own, which
 // tests/inputs/full_disk.sh mounts (a tmpfs in a user namespace) and names
 // in SA_FULL_DISK_DIR.

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <gnuplot-iostream.h>
+#include <signal.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -212,6 +213,20 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
 
   const fs::path log = temp_log_path();
   {
+    // A gnuplot that stops at an error closes the pipe while the script is
+    // still being written: the write's SIGPIPE ended the program, status
+    // 141 and no message, the unfinished figure left behind. Ignored for
+    // the write, which fails instead; the log then says what went wrong.
+    struct IgnoreSigpipe {
+      struct sigaction before {};
+      IgnoreSigpipe() {
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        ::sigaction(SIGPIPE, &ignore, &before);
+      }
+      ~IgnoreSigpipe() { ::sigaction(SIGPIPE, &before, nullptr); }
+    } ignore_sigpipe;
     // The shell joins gnuplot's stdout and stderr in the log and appends a
     // marker when gnuplot exits non-zero (which it does after any error).
     Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", shell_quote(log.string()), kFailMarker));
