@@ -2,6 +2,7 @@
 // pieces of the format the reader shares.
 #include "07-training/checkpoint.hpp"
 
+#include "sa/paths.hpp"
 #include "sa/print.hpp"
 
 #include <boost/crc.hpp>
@@ -268,6 +269,9 @@ void save_file_atomically(const std::string& path, std::span<const uint8_t> byte
   std::string name = (dir / (temporary_prefix(target.filename().string(), ::getpid()) + "XXXXXX")).string();
   const int fd = ::mkstemp(name.data());
   if (fd < 0) throw fail(fmt::format("cannot create a temporary file in '{}'", printable(dir.string())), errno);
+  // Ctrl-C or a kill while it is written and checked removes it (it stayed,
+  // as big as the checkpoint, until a later save of the same name).
+  const RemovedOnSignal interrupted(name);
   bool fd_open = true;
   try {
     for (size_t done = 0; done < bytes.size();) {

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -369,6 +370,23 @@ TEST_CASE("checkpoint: each save checks its own file before the rename, and remo
   CHECK_THROWS_WITH(save_checkpoint(path.string(), t.ckpt,
                                     [](const std::string&) { throw std::runtime_error("read back differs"); }),
                     Catch::Contains("read back differs"));
+  CHECK(read_bytes(path) == last);
+  CHECK(leftovers(dir, "race.safetensors").empty());
+
+  // Ctrl-C in the middle of a save (here while its check reads the file
+  // back) ends the run as Ctrl-C does, and removes its temporary file: the
+  // earlier file stays, nothing is left aside (it stayed, hidden and as big
+  // as the checkpoint, until a later save of the same name).
+  const pid_t interrupted = ::fork();
+  if (interrupted == 0) {
+    std::signal(SIGINT, SIG_DFL);  // a program's own disposition, not the suite's handler
+    save_checkpoint(path.string(), t.ckpt, [](const std::string&) { std::raise(SIGINT); });
+    ::_exit(0);
+  }
+  REQUIRE(interrupted > 0);
+  int status = 0;
+  ::waitpid(interrupted, &status, 0);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
   CHECK(read_bytes(path) == last);
   CHECK(leftovers(dir, "race.safetensors").empty());
 

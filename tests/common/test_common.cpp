@@ -10,7 +10,12 @@
 #include "sa/text.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <cmath>
 #include <filesystem>
@@ -369,6 +374,47 @@ TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {
   CHECK(run_program("00-test", [] { SA_TODO("f", "h"); }) == 3);
   CHECK(run_program("00-test", [] { throw std::runtime_error("x"); }) == 1);
   CHECK(run_program("00-test", [] { throw std::bad_alloc(); }) == 1);  // "out of memory", not "std::bad_alloc"
+}
+
+// A temporary file being written (a checkpoint's, a figure's) is removed
+// when Ctrl-C, a kill or a closed terminal ends the program; a signal the
+// program ignores stays ignored, and the dispositions come back when the
+// last guard goes. Each case in a child process of its own.
+TEST_CASE("RemovedOnSignal: a signal that ends the program removes the file first", "[common]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "sa_test_signal";
+  fs::create_directories(dir);
+  const fs::path file = dir / fmt::format(".x.tmp-{}", ::getpid());
+  const auto run = [&](int signal, bool ignored) {
+    std::ofstream(file) << "partial";
+    const pid_t child = ::fork();
+    if (child == 0) {
+      std::signal(signal, ignored ? SIG_IGN : SIG_DFL);  // the program's, not the suite's handler
+      std::signal(SIGINT, SIG_DFL);
+      {
+        const RemovedOnSignal a(file.string()), b((dir / "other").string());
+        std::raise(signal);
+      }
+      struct sigaction now {}, interrupt {};
+      ::sigaction(signal, nullptr, &now);
+      ::sigaction(SIGINT, nullptr, &interrupt);
+      const bool restored = now.sa_handler == (ignored ? SIG_IGN : SIG_DFL) && interrupt.sa_handler == SIG_DFL;
+      ::_exit(restored ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return status;
+  };
+  int status = run(SIGTERM, false);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+  CHECK_FALSE(fs::exists(file));
+  status = run(SIGINT, false);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
+  CHECK_FALSE(fs::exists(file));
+  status = run(SIGHUP, true);  // under nohup: the program goes on, its file too
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(fs::exists(file));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("tokenize and Vocabulary: first-appearance ids", "[common][text]") {

@@ -28,4 +28,22 @@ std::string sibling_program(const std::string& name);
 // relative path as given.
 std::string shown_path(const std::string& path);
 
+// While it lives, a Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal
+// (SIGHUP) that ends the program removes `path` first: a temporary file
+// being written (a checkpoint's, a figure's), which an interrupted save
+// otherwise left behind, hidden, as big as what it saved. A signal the
+// program ignores (a background job's SIGINT, nohup's SIGHUP) stays
+// ignored. Any number of them at once, from any thread; a path is at most
+// PATH_MAX bytes (a longer one is not removed).
+class RemovedOnSignal {
+ public:
+  explicit RemovedOnSignal(const std::string& path);
+  ~RemovedOnSignal();
+  RemovedOnSignal(const RemovedOnSignal&) = delete;
+  RemovedOnSignal& operator=(const RemovedOnSignal&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
 }  // namespace sa

@@ -5,6 +5,8 @@
 
 #include "detail.hpp"
 
+#include "sa/paths.hpp"
+
 #include <fmt/format.h>
 #include <gnuplot-iostream.h>
 #include <signal.h>
@@ -212,6 +214,9 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
   if (std::getenv("SA_PLOT_KEEP_SCRIPT")) std::ofstream(png_path + ".gp") << script;
 
   const fs::path log = temp_log_path();
+  // Ctrl-C while gnuplot draws removes the unfinished figure, which nothing
+  // else would (./book plots left it among the committed ones).
+  const RemovedOnSignal interrupted(temporary.string());
   {
     // A gnuplot that stops at an error closes the pipe while the script is
     // still being written: the write's SIGPIPE ended the program, status
