@@ -5,8 +5,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 using namespace sa::check;
 
@@ -51,4 +59,41 @@ TEST_CASE("the progress line is rewritten in place on a terminal and cleared at 
   show_build_progress(
       tree.root / "build.log", "01-demo", [&] { return ticks++ < 1; }, log_out, false);
   CHECK(log_out.str().empty());
+}
+
+// Two builds in one build folder at once (two `./book run 1` after an edit)
+// compiled the same objects together, and one failed: "ranlib: error
+// reading unity_2_cxx.cxx.o: file truncated". They take turns now, the
+// second saying that it waits. Here `cmake` is a script on PATH that logs
+// its start and its end, a second apart.
+TEST_CASE("two builds in one build folder take turns, the second saying that it waits", "[checker]") {
+  namespace fs = std::filesystem;
+  using namespace std::chrono_literals;
+  const fs::path dir = fs::temp_directory_path() / ("sa_build_lock_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const fs::path order = dir / "order";
+  std::ofstream(dir / "bin" / "cmake") << "#!/bin/sh\necho start >>'" << order.string() << "'\nsleep 1\necho end >>'"
+                                       << order.string() << "'\n";
+  fs::permissions(dir / "bin" / "cmake", fs::perms::owner_all);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("PATH", ((dir / "bin").string() + ":" + path).c_str(), 1);
+  std::ostringstream note;
+  std::streambuf* const cerr = std::cerr.rdbuf(note.rdbuf());
+  std::string first = "unset", second = "unset";
+  std::thread a([&] { first = build_targets(dir, 1, "the first", {"a"}); });
+  std::this_thread::sleep_for(300ms);
+  std::thread b([&] { second = build_targets(dir, 1, "the second", {"b"}); });
+  a.join();
+  b.join();
+  std::cerr.rdbuf(cerr);
+  ::setenv("PATH", path.c_str(), 1);
+  CHECK(first.empty());
+  CHECK(second.empty());
+  std::ifstream in(order);
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(logged == "start\nend\nstart\nend\n");
+  CHECK(note.str() == "book: waiting for another build in " + dir.string() +
+                          " to end (another ./book is building there)\n");
+  fs::remove_all(dir);
 }

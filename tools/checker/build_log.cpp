@@ -277,6 +277,7 @@ std::map<std::string, std::string> build_suites(const fs::path& build_dir, const
   std::vector<std::string> suites;
   for (const std::string& c : chapters) suites.push_back("test_" + c.substr(0, 2) + "_exercises");
   std::vector<std::string> command = build_command(build_dir, jobs, suites);
+  const BuildLock lock(build_dir, progress);  // (the builds below, the chapters' again too)
   // Keep going past a chapter that does not compile: the others still build.
   command.insert(command.end(), {"--", built_by_ninja(build_dir) ? "-k0" : "-k"});
   std::ofstream(log).close();

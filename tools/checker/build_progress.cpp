@@ -3,9 +3,11 @@
 #include "read_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -105,6 +107,20 @@ std::string build_error_excerpt(const std::string& log) {
   return excerpt;
 }
 
+BuildLock::BuildLock(const fs::path& build_dir, std::ostream& note) {
+  fd_ = open((build_dir / ".book-build.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return;
+  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  note << "book: waiting for another build in " << build_dir.string() << " to end (another ./book is building there)"
+       << std::endl;
+  while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+}
+
+BuildLock::~BuildLock() {
+  if (fd_ >= 0) close(fd_);
+}
+
 std::vector<std::string> build_command(const fs::path& build_dir, int jobs, const std::vector<std::string>& targets) {
   std::vector<std::string> command = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
   command.insert(command.end(), targets.begin(), targets.end());
@@ -123,6 +139,7 @@ std::string build_targets(const fs::path& build_dir, int jobs, const std::string
   const fs::path log = log_template;
   std::string listed;
   for (const std::string& t : targets) listed += (listed.empty() ? "" : " ") + t;
+  const BuildLock lock(build_dir, std::cerr);
   const pid_t pid = start_logged(build_command(build_dir, jobs, targets), log);
   int status = -1;
   show_build_progress(

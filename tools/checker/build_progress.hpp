@@ -43,8 +43,26 @@ void show_build_progress(const std::filesystem::path& log, const std::string& wh
 // error and the 12 lines after it (grep -m1 -A12), or the log's last 30 lines.
 std::string build_error_excerpt(const std::string& log);
 
+// Held while this process builds in `build_dir`, one build there at a time:
+// two at once (two `./book run 1` after an edit) compiled the same objects
+// together and one failed ("file truncated"), or linked a library from
+// half-written ones. The lock is the file build_dir/.book-build.lock, which
+// ./book's own cmake calls take too (flock); a second build waits for the
+// first, saying so on `note`. Without a lock file (a folder that takes no
+// files) it builds unlocked.
+class BuildLock {
+ public:
+  BuildLock(const std::filesystem::path& build_dir, std::ostream& note);
+  ~BuildLock();
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Builds `targets` (cmake --build, `jobs` at once) with the progress line on
-// stdout. A failed build prints its error excerpt on stderr and returns
+// stdout, under the BuildLock. A failed build prints its error excerpt on stderr and returns
 // ./book's refusal, "building WHAT failed (...)"; empty when it succeeded.
 std::string build_targets(const std::filesystem::path& build_dir, int jobs, const std::string& what,
                           const std::vector<std::string>& targets);

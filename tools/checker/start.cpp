@@ -55,6 +55,7 @@ pid_t start_builder(const fs::path& build_dir, int jobs, const std::vector<std::
   setpgid(0, 0);
   // (The runner's handlers are not the builder's: a SIGTERM ends it.)
   for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+  const BuildLock lock(build_dir, std::cerr);  // every build of the chapters, until the builder ends
   if (ninja) {
     const fs::path log = marks / "build.log";
     const bool ok = succeeded(start_logged(niced_build(build_dir, jobs, {"sa_foundation"}), log)) &&
