@@ -35,7 +35,7 @@ void run(int argc, char** argv) {
   cli.parse(argc, argv);
   check_heads(o);
   const auto tokens = tokenize_text(o.text);  // refuses an empty text before anything prints
-  cli.check_budget(estimate_run(o));
+  cli.check_budget(estimate_run(o, int64_t(tokens.size())));
 
   Generator gen(cli.seed);
   Figures figures(cli);

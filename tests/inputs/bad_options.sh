@@ -197,6 +197,12 @@ refuse 08-efficient-attention "--gen-tokens 1024 --reversal-epochs 100 would tak
   --seq-len 32768 --d-k 256 --gen-tokens 1024 --reversal-epochs 100 --no-plots
 refuse 02-scaling "--samples 2 --max-d-k 8192 --keys 1024 would need about" --keys 1024 --max-d-k 8192 --samples 2 \
   --no-plots
+# Chapter 4's last step holds (batch, n_heads, seq_len, seq_len) weights:
+# 64 sequences of 64 words in 4096 heads peaked at 5.5 GB, estimated from
+# --d-model alone at 390 MB.
+words64="$(for i in $(seq 1 64); do printf 'w%d ' "$i"; done)"
+refuse 04-multi-head "--d-model 4096 --n-heads 4096 --batch 64 over 64 words would need about" --d-model 4096 \
+  --n-heads 4096 --batch 64 --text "$words64" --no-plots
 # (about 4 min: within the budget of 10, but not within a test's budget of 1)
 SA_BUDGET_SECONDS=60 refuse 03-softmax "--samples 1000000 would take about" --samples 1000000 --no-plots
 refuse 07-training "would need about" --task reversal --d-model 1024 --batch 100000 --train 1000000 --digits 64 \
