@@ -16,6 +16,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -325,6 +326,10 @@ void require_checkpoint_targets(const std::string& flag, const std::vector<Check
   for (const CheckpointTarget& t : targets) {
     std::error_code ec;
     const fs::file_status status = fs::symlink_status(t.path, ec);
+    // A name the system cannot look at (too long, under a loop of symbolic
+    // links) failed only at the save, after the training.
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      throw UsageError(fmt::format("{}: '{}': {}", flag, printable(t.path), ec.message()));
     if (fs::is_directory(status))
       throw UsageError(fmt::format("{}: '{}' is a folder, so the checkpoint cannot be saved under that name: "
                                    "move it, or choose another {}",
@@ -341,6 +346,14 @@ void require_checkpoint_targets(const std::string& flag, const std::vector<Check
     if (name.empty() || name == "." || name == "..")
       throw UsageError(fmt::format("{}: '{}' names a folder, not a file: give a file name, such as {}/model.safetensors",
                                    flag, printable(t.path), printable(fs::path(t.path).parent_path().string())));
+    // The save writes a temporary file beside it first, whose name is longer
+    // (".NAME.tmp-PID-XXXXXX"): it must fit in a folder entry too.
+    const std::string temporary = temporary_prefix(name.string(), ::getpid()) + "XXXXXX";
+    if (temporary.size() > NAME_MAX)
+      throw UsageError(fmt::format("{}: the file name '{}' has {} bytes; at most {}, for the temporary file the save "
+                                   "writes first ('{}')",
+                                   flag, printable(name.string(), 40), name.string().size(),
+                                   name.string().size() - (temporary.size() - NAME_MAX), printable(temporary, 40)));
     const fs::path parent = fs::path(t.path).has_parent_path() ? fs::path(t.path).parent_path() : fs::path(".");
     require_writable_dir(flag, parent.string());
     by_dir[parent.string()] += t.bytes;

