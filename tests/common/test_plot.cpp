@@ -5,7 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +18,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace sa;
@@ -312,6 +318,39 @@ TEST_CASE("plot: a gnuplot that stops before the end of its script is an error, 
   CHECK_THROWS_WITH(plot::heatmap_grid((dir / "long.png").string(), "long", 1, 2, {hm, hm}),
                     Catch::Contains("gnuplot failed drawing"));
   CHECK(temporaries_in(dir) == 0);
+}
+
+// Ctrl-C while gnuplot draws (here raised by a thread once the unfinished
+// figure is there) ends the program as Ctrl-C does, and leaves neither that
+// figure nor gnuplot's log in the temporary folder (both stayed for good).
+TEST_CASE("plot: Ctrl-C while a figure is drawn leaves neither the figure's temporary file nor gnuplot's log",
+          "[common][plot]") {
+  if (!plot::available()) return;
+  const fs::path dir = scratch_dir() / "interrupted";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::signal(SIGINT, SIG_DFL);  // a program's own disposition, not the suite's handler
+    std::thread interrupt([&] {
+      for (int i = 0; i < 20000 && temporaries_in(dir) == 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::raise(SIGINT);
+    });
+    Matrix big = Matrix::Constant(64, 64, 0.5f);
+    std::vector<plot::Heatmap> panels(16, plot::weights_heatmap("w", big, std::vector<std::string>(64, "w")));
+    plot::heatmap_grid((dir / "grid.png").string(), "grid", 4, 4, panels);
+    interrupt.join();
+    ::_exit(0);
+  }
+  REQUIRE(child > 0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
+  CHECK(temporaries_in(dir) == 0);
+  int logs = 0;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+    logs += entry.path().filename().string().rfind("sa-plot-" + std::to_string(child) + "-", 0) == 0;
+  CHECK(logs == 0);
 }
 
 // Hidden from the normal run ([.]): it needs a small disk of its own, which

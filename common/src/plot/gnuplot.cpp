@@ -215,8 +215,9 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
 
   const fs::path log = temp_log_path();
   // Ctrl-C while gnuplot draws removes the unfinished figure, which nothing
-  // else would (./book plots left it among the committed ones).
-  const RemovedOnSignal interrupted(temporary.string());
+  // else would (./book plots left it among the committed ones), and
+  // gnuplot's log in the temporary folder (one sa-plot-PID-N.log a Ctrl-C).
+  const RemovedOnSignal interrupted(temporary.string()), interrupted_log(log.string());
   {
     // A gnuplot that stops at an error closes the pipe while the script is
     // still being written: the write's SIGPIPE ended the program, status
