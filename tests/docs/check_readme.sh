@@ -40,7 +40,13 @@ if [ -f "$chapter_dir/plots.txt" ]; then
       if [[ "${args[k]}" == build/* ]]; then args[k]="$binary_dir/${args[k]#build/}"; fi
     done
     other="$out.${#others[@]}"
-    if ! (cd "$source_dir" && "$(dirname "$program")/${args[0]}" "${args[@]:1}" --no-plots) >"$other.raw" 2>&1; then
+    # The program beside the chapter program; under a runner (qemu_aarch64.sh,
+    # "program" then runs $PROG), the one beside $PROG, by the same runner.
+    run=("$(dirname "$program")/${args[0]}")
+    if [ ! -x "${run[0]}" ] && [ -n "${PROG:-}" ]; then
+      run=(env PROG="$(dirname "$PROG")/${args[0]}" "$program")
+    fi
+    if ! (cd "$source_dir" && "${run[@]}" "${args[@]:1}" --no-plots) >"$other.raw" 2>&1; then
       echo "check_readme: ${args[*]} failed:" >&2
       cat "$other.raw" >&2
       exit 1
