@@ -3,7 +3,7 @@
 # (dpkg --add-architecture arm64; libfmt-dev:arm64, libboost-iostreams-dev:arm64,
 # libboost-filesystem-dev:arm64). The programs then run under qemu-user:
 #   qemu-aarch64 -L /usr/aarch64-linux-gnu build-aarch64/bin/01-qkv-projection
-# CI builds chapters 1-3 this way and checks their READMEs (.ci/run), so that
+# CI builds chapters 1-6 this way and checks their READMEs (.ci/run), so that
 # nothing in the code assumes x86.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
