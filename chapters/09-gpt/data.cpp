@@ -6,6 +6,8 @@
 
 #include "sa/cli.hpp"
 #include "sa/paths.hpp"
+#include "sa/print.hpp"
+#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 
@@ -267,5 +269,22 @@ std::string generated_lines(const std::string& text) {
 }
 
 void print_generated(const std::string& text) { fmt::print("{}", generated_lines(text)); }
+
+std::string quoted_prompt(const std::string& prompt, size_t characters) {
+  // (Measured after escaping: a control character shows as several.)
+  const std::string whole = printable(prompt);
+  if (whole.size() <= kQuotedPrompt) return "\"" + whole + "\"";
+  return fmt::format("\"{}\" ({})", printable(prompt, kQuotedPrompt), count_of(int64_t(characters), "character"));
+}
+
+std::string text_after_prompt(const std::string& text, size_t prompt_characters) {
+  if (prompt_characters <= kKeptPrompt) return text;
+  // Past the first prompt_characters - kKeptPrompt characters: a character
+  // starts at every byte that is not a UTF-8 continuation byte (10xxxxxx).
+  size_t skipped = 0, i = 0;
+  for (; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && skipped++ == prompt_characters - kKeptPrompt) break;
+  return "..." + text.substr(i);
+}
 
 }  // namespace sa::ch9

@@ -76,4 +76,21 @@ int64_t split_point(int64_t n);
 std::string generated_lines(const std::string& text);
 void print_generated(const std::string& text);
 
+// A long prompt is not echoed whole: a message quotes its first
+// kQuotedPrompt bytes, a generated text keeps its last kKeptPrompt
+// characters (more than a default model's 64 positions: what the first
+// drawn character reads, and some of what came before).
+constexpr size_t kQuotedPrompt = 60;
+constexpr size_t kKeptPrompt = 120;
+
+// `prompt` quoted for a message: "And God said", or for a longer one
+// "And God said, Let there be light: and there was light. And ..." (3300
+// characters).
+std::string quoted_prompt(const std::string& prompt, size_t characters);
+
+// `text` (UTF-8), a prompt of `prompt_characters` characters and what was
+// drawn after it, as printed: a prompt longer than kKeptPrompt characters
+// shows as "..." and its last kKeptPrompt.
+std::string text_after_prompt(const std::string& text, size_t prompt_characters);
+
 }  // namespace sa::ch9

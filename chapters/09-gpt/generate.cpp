@@ -140,8 +140,8 @@ void run(int argc, char** argv) {
   fmt::print("{}: {}, {}, d_model {}, seq_len {}, {} characters, trained {}\n", shown_path(checkpoint),
              count_of(ckpt.config.n_layers, "layer"), count_of(ckpt.config.n_heads, "head"), ckpt.config.d_model,
              ckpt.config.seq_len, vocab_size, count_of(ckpt.iteration, "iteration"));
-  fmt::print("{} after \"{}\", temperature {}, top-k {}, seed {}\n", count_of(tokens, "character"), printable(prompt),
-             temperature, top_k, cli.seed);
+  fmt::print("{} after {}, temperature {}, top-k {}, seed {}\n", count_of(tokens, "character"),
+             quoted_prompt(prompt, chars.size()), temperature, top_k, cli.seed);
   if (const std::string note = long_prompt_note(int64_t(ids.size()), ckpt.config.seq_len); !note.empty())
     fmt::print("{}\n", note);
   fmt::print("\n");
@@ -155,7 +155,7 @@ void run(int argc, char** argv) {
   auto t0 = Clock::now();
   const std::vector<int64_t> text = generate(model, ids, g, gen);
   const double cached = seconds_since(t0);
-  print_generated(decode(vocab, text));
+  print_generated(text_after_prompt(decode(vocab, text), ids.size()));
 
   // The same draws without the cache, on the first characters only.
   g.new_tokens = std::min(tokens, kCompared);

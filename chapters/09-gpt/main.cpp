@@ -125,10 +125,10 @@ void run(int argc, char** argv) {
 
   Figures figures(cli);
   chapter_title("Chapter 9: a small GPT trained on a real book");
-  fmt::print("seed {}; sampling: temperature {}, top-k {}, {} at each temperature in step 6, {} after \"{}\" "
+  fmt::print("seed {}; sampling: temperature {}, top-k {}, {} at each temperature in step 6, {} after {} "
              "in step 11\n",
              cli.seed, o.temperature, o.top_k, count_of(o.sample_chars, "character"),
-             count_of(o.gen_chars, "character"), printable(o.prompt));
+             count_of(o.gen_chars, "character"), quoted_prompt(o.prompt, prompt.size()));
   fmt::print("model: {}, {}, d_model {}, seq_len {}; training: {} of batch {}{}{}\n", count_of(o.n_layers, "layer"),
              count_of(o.n_heads, "head"), o.d_model, o.seq_len, count_of(o.iters, "iteration"), o.batch,
              o.quick ? " (--quick)" : "",

@@ -95,7 +95,8 @@ void training_sample(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   g.temperature = o.temperature;
   g.top_k = o.top_k;
   Generator gen(seed);
-  std::string text = decode(vocab, generate(model, encode(vocab, o.prompt), g, gen));
+  const std::vector<int64_t> prompt = encode(vocab, o.prompt);
+  std::string text = text_after_prompt(decode(vocab, generate(model, prompt, g, gen)), prompt.size());
   std::replace(text.begin(), text.end(), '\n', '/');
   fmt::print("  {:>9}  sample (newline shown as /): \"{}\"\n", it, text);
 }
@@ -250,10 +251,10 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   const int64_t T = model.config().seq_len;
   const std::vector<int64_t> prompt = encode(vocab, o.prompt);  // checked before any work (main.cpp)
   const std::string note = long_prompt_note(int64_t(prompt.size()), T);
-  say(fmt::format("The trained model writes: after the prompt \"{}\", {}, each drawn with step 6's "
+  say(fmt::format("The trained model writes: after the prompt {}, {}, each drawn with step 6's "
                   "sampling (temperature {}, top-k {}) from the logits after its context, the draws from "
                   "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {}: {}",
-                  printable(o.prompt), count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
+                  quoted_prompt(o.prompt, prompt.size()), count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
                   count_of(T, "position"),
                   T > 1 ? "when the context is full, its older half is dropped and the rest read again from position 0."
                         : "each character is drawn from the one before it alone.")
@@ -275,7 +276,7 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
     tokens[cached ? 0 : 1] = generate(model, prompt, g, gen);
     seconds[cached ? 0 : 1] = seconds_since(t0);
   }
-  print_generated(decode(vocab, tokens[0]));
+  print_generated(text_after_prompt(decode(vocab, tokens[0]), prompt.size()));
   const double with = double(o.gen_chars) / seconds[0], without = double(o.gen_chars) / seconds[1];
   fmt::print("  with the key/value cache:    {:8.0f} characters a second ({})\n", with, timing_str(seconds[0]));
   fmt::print("  without it (whole context):  {:8.0f} characters a second ({}): {}\n", without, timing_str(seconds[1]),

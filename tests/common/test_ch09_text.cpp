@@ -88,3 +88,29 @@ TEST_CASE("chapter 9: split_point: int(0.9 n), nanoGPT's split", "[ch09_text]") 
   CHECK(split_point(4137850) == 3724065);  // the prepared text (ch09_gpt.py's Python gives the same)
   CHECK(split_point(1) == 0);
 }
+
+TEST_CASE("chapter 9: a long prompt is quoted by its start and printed by its end", "[ch09_text]") {
+  CHECK(quoted_prompt("And God said", 12) == "\"And God said\"");
+  const std::string verse = "And God said, Let there be light: and there was light. ";
+  std::string long_prompt;
+  for (int i = 0; i < 10; ++i) long_prompt += verse;
+  CHECK(quoted_prompt(long_prompt, long_prompt.size()) ==
+        "\"" + long_prompt.substr(0, kQuotedPrompt) + "...\" (550 characters)");
+  // Escapes count: 30 line ends show as 60 characters and fit, 31 do not.
+  std::string escapes;
+  for (int i = 0; i < 30; ++i) escapes += "\\n";
+  CHECK(quoted_prompt(std::string(30, '\n'), 30) == "\"" + escapes + "\"");
+  CHECK(quoted_prompt(std::string(31, '\n'), 31) == "\"" + escapes + "...\" (31 characters)");
+
+  // The text: the prompt's last kKeptPrompt characters after "...", then what was drawn.
+  CHECK(text_after_prompt("And God said unto", 12) == "And God said unto");
+  const std::string drawn = " unto them";
+  CHECK(text_after_prompt(long_prompt + drawn, long_prompt.size()) ==
+        "..." + long_prompt.substr(long_prompt.size() - kKeptPrompt) + drawn);
+  CHECK(text_after_prompt(long_prompt.substr(0, kKeptPrompt) + drawn, kKeptPrompt) ==
+        long_prompt.substr(0, kKeptPrompt) + drawn);
+  // Characters, not bytes: é is two bytes, one character.
+  std::string accents;
+  for (size_t i = 0; i < kKeptPrompt + 3; ++i) accents += "é";
+  CHECK(text_after_prompt(accents + "!", kKeptPrompt + 3) == "..." + accents.substr(6) + "!");
+}
