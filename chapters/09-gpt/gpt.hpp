@@ -83,7 +83,8 @@ RowVector sampling_probs(const RowVector& logits, double temperature, int64_t to
 // by its probability and the first to arrive wins, which happens with
 // probability p_i. It takes vocab_size draws whatever the probabilities.
 // Refused with std::invalid_argument: an empty row, a negative, NaN or
-// infinite entry, a row that sums to 0.
+// infinite entry, a row that sums to 0. The row is checked before any draw,
+// as torch.multinomial checks it: a refused row leaves `gen` as it was.
 int64_t sample_token(const RowVector& probs, Generator& gen);
 
 // ---------------------------------------------------------------------------
@@ -105,7 +106,8 @@ struct LrSchedule {
 // The warm-up starts above 0 (the first iteration already learns) and
 // reaches lr at it = warmup_iters, where the cosine starts at r = 0.
 // Refused with std::invalid_argument: it < 0, warmup_iters < 0,
-// lr_decay_iters <= warmup_iters, lr <= 0, min_lr < 0 or above lr.
+// lr_decay_iters <= warmup_iters, lr <= 0 or not finite, min_lr < 0, NaN
+// or above lr.
 double learning_rate(int64_t it, const LrSchedule& s);
 
 // ---------------------------------------------------------------------------

@@ -258,3 +258,26 @@ TEST_CASE("sample_token: a bad distribution is refused", "[ch09][sample_token]")
   INFO("sample_token(()): an empty row");
   CHECK_THROWS_AS(sample_token(RowVector(0), gen), std::invalid_argument);
 }
+
+TEST_CASE("sample_token: a refused distribution takes no draw from the generator", "[ch09][sample_token]") {
+  // Checked before the first draw, as torch.multinomial checks: a caller
+  // that catches the refusal and goes on draws what it would have drawn.
+  // The bad entry comes last, so a check made inside the drawing loop has
+  // drawn for the others first.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::pair<std::vector<float>, const char*>> bad = {
+      {{0.5f, 0.6f, -0.1f}, "sample_token((0.5, 0.6, -0.1)): a negative probability last"},
+      {{0.5f, 0.5f, nan}, "sample_token((0.5, 0.5, nan)): a NaN probability last"},
+      {{0.5f, 0.5f, inf}, "sample_token((0.5, 0.5, inf)): an infinite probability last"},
+      {{0.0f, 0.0f, 0.0f}, "sample_token((0, 0, 0)): probabilities that sum to 0"},
+  };
+  for (const auto& [values, what] : bad) {
+    INFO(what);
+    RowVector p(Eigen::Index(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) p(Eigen::Index(i)) = values[i];
+    Generator gen(7), fresh(7);
+    CHECK_THROWS_AS(sample_token(p, gen), std::invalid_argument);
+    INFO("the generator's next uniform_double() after the refusal, against a fresh Generator(7)'s first");
+    CHECK(gen.uniform_double() == fresh.uniform_double());
+  }
+}

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -106,6 +107,9 @@ TEST_CASE("learning_rate: a bad iteration or schedule is refused", "[ch09][learn
       {{-1e-3, 1e-4, 100, 2000}, "a negative lr"},
       {{1e-3, -1e-4, 100, 2000}, "a negative min_lr"},
       {{1e-3, 1e-2, 100, 2000}, "min_lr above lr"},
+      {{std::numeric_limits<double>::infinity(), 1e-4, 100, 2000}, "an infinite lr"},
+      {{std::numeric_limits<double>::quiet_NaN(), 1e-4, 100, 2000}, "lr NaN"},
+      {{1e-3, std::numeric_limits<double>::quiet_NaN(), 100, 2000}, "min_lr NaN"},
   };
   for (const auto& [s, what] : bad) {
     INFO(what << ": " << describe(s));
