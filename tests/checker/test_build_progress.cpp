@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -95,5 +96,33 @@ TEST_CASE("two builds in one build folder take turns, the second saying that it 
   CHECK(logged == "start\nend\nstart\nend\n");
   CHECK(note.str() == "book: waiting for another build in " + dir.string() +
                           " to end (another ./book is building there)\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run's scratch folder is in the build folder, and the next run removes what a stopped run left",
+          "[checker]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sa_scratch_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / ".scratch");
+  // A process that has ended: a child, waited for.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const fs::path stopped = dir / ".scratch" / ("check-" + std::to_string(child) + "-AbCdEf");
+  const fs::path running = dir / ".scratch" / ("check-" + std::to_string(::getpid()) + "-GhIjKl");
+  const fs::path other = dir / ".scratch" / "notes";  // not a run's: no process id in its name
+  for (const fs::path& p : {stopped, running, other}) fs::create_directories(p / "cases");
+
+  const fs::path made = scratch_folder(dir, "build");
+  INFO("made " << made.string());
+  CHECK(made.parent_path() == dir / ".scratch");
+  CHECK(made.filename().string().starts_with("build-" + std::to_string(::getpid()) + "-"));
+  CHECK(fs::is_directory(made));
+  CHECK(fs::is_empty(made));
+  CHECK_FALSE(fs::exists(stopped));  // its run ended without removing it
+  CHECK(fs::exists(running));        // this process is still running
+  CHECK(fs::exists(other));
+  CHECK(scratch_folder(dir, "build") != made);  // one folder a run
   fs::remove_all(dir);
 }

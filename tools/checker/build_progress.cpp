@@ -3,6 +3,7 @@
 #include "read_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,6 +108,39 @@ std::string build_error_excerpt(const std::string& log) {
   return excerpt;
 }
 
+namespace {
+
+// The process id in a scratch folder's name, PREFIX-PID-XXXXXX; 0 if none.
+pid_t scratch_owner(const std::string& name) {
+  const size_t last = name.rfind('-');
+  if (last == std::string::npos || last == 0) return 0;
+  const size_t before = name.rfind('-', last - 1);
+  if (before == std::string::npos) return 0;
+  try {
+    return pid_t(std::stol(name.substr(before + 1, last - before - 1)));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+fs::path scratch_folder(const fs::path& build_dir, const std::string& prefix) {
+  std::error_code ec;
+  const fs::path home = build_dir / ".scratch";
+  fs::create_directories(home, ec);
+  const fs::path parent = ec ? fs::temp_directory_path() : home;
+  if (!ec)
+    for (const auto& entry : fs::directory_iterator(home, ec)) {
+      const pid_t owner = scratch_owner(entry.path().filename().string());
+      // kill(pid, 0) asks whether the process exists; ESRCH: it has ended.
+      if (owner > 0 && kill(owner, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+    }
+  std::string name = (parent / (prefix + "-" + std::to_string(getpid()) + "-XXXXXX")).string();
+  if (!mkdtemp(name.data())) return {};
+  return name;
+}
+
 BuildLock::BuildLock(const fs::path& build_dir, std::ostream& note) {
   fd_ = open((build_dir / ".book-build.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) return;
@@ -133,10 +167,8 @@ bool built_by_ninja(const fs::path& build_dir) {
 
 std::string build_targets(const fs::path& build_dir, int jobs, const std::string& what,
                           const std::vector<std::string>& targets) {
-  std::string log_template = (fs::temp_directory_path() / "book-build.XXXXXX").string();
-  const int fd = mkstemp(log_template.data());
-  if (fd >= 0) close(fd);
-  const fs::path log = log_template;
+  const fs::path scratch = scratch_folder(build_dir, "build");
+  const fs::path log = scratch.empty() ? fs::path("/dev/null") : scratch / "build.log";
   std::string listed;
   for (const std::string& t : targets) listed += (listed.empty() ? "" : " ") + t;
   const BuildLock lock(build_dir, std::cerr);
@@ -150,7 +182,7 @@ std::string build_targets(const fs::path& build_dir, int jobs, const std::string
     refusal = "building " + what + " failed (again, with every line: cmake --build build --target " + listed + ")";
   }
   std::error_code ignored;
-  fs::remove(log, ignored);
+  if (!scratch.empty()) fs::remove_all(scratch, ignored);
   return refusal;
 }
 

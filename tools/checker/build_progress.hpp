@@ -61,6 +61,15 @@ class BuildLock {
   int fd_ = -1;
 };
 
+// A new empty folder for one run's scratch files (a build's log, check's
+// cases and reports): build_dir/.scratch/PREFIX-PID-XXXXXX, or in $TMPDIR
+// when build_dir takes no folders. The caller removes it when done; a run
+// stopped by Ctrl-C cannot, so the folders of runs that have ended
+// (their process id no longer running) are removed first. Kept in the
+// build folder, not in /tmp, so that what a stopped run leaves goes with
+// the build folder. Empty when no folder could be made.
+std::filesystem::path scratch_folder(const std::filesystem::path& build_dir, const std::string& prefix);
+
 // Builds `targets` (cmake --build, `jobs` at once) with the progress line on
 // stdout, under the BuildLock. A failed build prints its error excerpt on stderr and returns
 // ./book's refusal, "building WHAT failed (...)"; empty when it succeeded.

@@ -7,6 +7,7 @@
 // --watch (watch). The suites' listener (tests/support/main.cpp) writes a
 // `start` line when a test case begins and one result line when it ends.
 #include "build_log.hpp"
+#include "build_progress.hpp"
 #include "case_record.hpp"
 #include "case_runner.hpp"
 #include "chapters.hpp"
@@ -115,11 +116,9 @@ int check_once(const CheckOptions& o) {
              << (skipped_count == 1 ? " untouched chapter needs no build yet" : " untouched chapters need no build yet");
   progress << (first_time ? " (the first time takes a minute or two)..." : "...") << std::endl;
 
-  // (in $TMPDIR, as mktemp -d: the cases' output and reports, the build log)
-  std::string scratch_template = (fs::temp_directory_path() / "book-check.XXXXXX").string();
-  if (!mkdtemp(scratch_template.data()))
-    refuse("check: cannot make a scratch folder in " + fs::temp_directory_path().string());
-  const fs::path scratch = scratch_template;
+  // (the cases' output and reports, the build log)
+  const fs::path scratch = scratch_folder(kBuild, "check");
+  if (scratch.empty()) refuse("check: cannot make a scratch folder in " + (kBuild / ".scratch").string());
   const int jobs = processors();
   std::map<std::string, std::string> broken =
       build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
