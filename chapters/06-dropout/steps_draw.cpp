@@ -173,7 +173,8 @@ CoarseDrops rows_or_columns(const Example& ex, const Options& o, const Outputs& 
                   "p^{2} = {3:.1e}.{4}",
                   tokens[size_t(query)], tokens[size_t(key)], seq_len, std::pow(o.p, double(seq_len)),
                   o.p == 0.0 ? " (With p = 0 nothing is lost at all.)"
-                  : o.p <= 0.5
+                  // "Most" needs more than half kept: at p = 0.5 a token keeps half on average.
+                  : o.p < 0.5
                       ? " That is the point: the model learns not to lean on any single connection, while every "
                         "token still sees most of its context."
                       : fmt::format(" At p = {} a token keeps only {:.0f}% of its connections on average: the "

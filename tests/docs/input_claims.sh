@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# ctest label `docs`: sentences a program words from the numbers of its run
+# must stay true for inputs other than the README's. Each case runs a
+# program with short options (a second or less) and checks that a sentence
+# it prints holds a piece of text (`says`) or does not (`never_says`). The
+# output is read with its lines joined, so a piece may span a line break.
+set -uo pipefail
+bin="$1"
+failed=0 ran=0
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# run NAME PROGRAM OPTIONS...: the output of one run, kept under NAME.
+run() {
+  local name="$1" program="$2"
+  shift 2
+  if ! timeout 120 "$bin/$program" --no-plots "$@" >"$scratch/$name.raw" 2>&1; then
+    echo "FAIL: $program $* did not run:"
+    head -c 400 "$scratch/$name.raw"
+    failed=$((failed + 1))
+  fi
+  # one line, single spaces: a sentence wrapped over two lines reads as one
+  tr -s ' \n' '  ' <"$scratch/$name.raw" >"$scratch/$name"
+}
+
+says() {
+  ran=$((ran + 1))
+  if ! grep -qF -- "$2" "$scratch/$1"; then
+    failed=$((failed + 1))
+    echo "FAIL: run '$1' does not say: $2"
+  fi
+}
+
+never_says() {
+  ran=$((ran + 1))
+  if grep -qF -- "$2" "$scratch/$1"; then
+    failed=$((failed + 1))
+    echo "FAIL: run '$1' says what is not true for it: $2"
+  fi
+}
+
+# Chapter 6, step 6: at p = 0.5 a token keeps half of its connections on
+# average, which is not "most" of its context.
+run p05 06-dropout --p 0.5 --draws 100
+never_says p05 "every token still sees most of its context"
+says p05 "At p = 0.5 a token keeps only 50% of its connections on average"
+run p01 06-dropout --p 0.1 --draws 100
+says p01 "every token still sees most of its context"
+
+echo "$ran claims checked, $failed wrong"
+[ "$failed" -eq 0 ]
