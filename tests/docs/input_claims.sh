@@ -47,5 +47,13 @@ says p05 "At p = 0.5 a token keeps only 50% of its connections on average"
 run p01 06-dropout --p 0.1 --draws 100
 says p01 "every token still sees most of its context"
 
+# Chapter 7, step 4: the weights Adam's first step moved by other than lr
+# are explained by eps, not by float32 rounding at the weight's size, in the
+# default model (one of them has |g| = 9.90092e-07 on an AVX-512 core: just
+# above 99 eps, and its step 1.00001% short of lr).
+run adam 07-training --task reversal --epochs 1 --checkpoint-dir "$scratch/checkpoints"
+says adam "where eps takes 1% of the step or more"
+never_says adam "as float32 rounds a step of lr at their weight's size"
+
 echo "$ran claims checked, $failed wrong"
 [ "$failed" -eq 0 ]
