@@ -83,11 +83,18 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
   evaluate(model, test, task, ids, targets);  // leave the full model's forward for the figures, as before
   int64_t harmless = 0;
   for (const Ablation& a : out) harmless += trained.percent() - a.accuracy < 1.0;
+  // A model no better than guessing has nothing for a head to carry: that
+  // no head costs a point then says nothing about the others covering.
+  const double chance = 100.0 / double(task.vocab - 2);
+  const bool learned = trained.percent() > chance + 1.0;
   say(fmt::format("Losing layer {}, head {} costs the most ({:.2f} points); {} of the {} heads can go for less than "
                   "a point{}. Attention weights show where a head looks; ablation shows whether the model needs "
                   "what it finds there.",
                   worst->layer, worst->head, trained.percent() - worst->accuracy, harmless, out.size(),
-                  harmless == int64_t(out.size()) && out.size() > 1
+                  !learned ? fmt::format(", but with every head the model is at {:.2f}%, no better than chance "
+                                         "({:.2f}%): it has learned nothing yet that a head could carry",
+                                         trained.percent(), chance)
+                  : harmless == int64_t(out.size()) && out.size() > 1
                       ? ": no head is needed alone, the others cover for any one of them"
                       : ""));
   return out;

@@ -51,9 +51,17 @@ says p01 "every token still sees most of its context"
 # are explained by eps, not by float32 rounding at the weight's size, in the
 # default model (one of them has |g| = 9.90092e-07 on an AVX-512 core: just
 # above 99 eps, and its step 1.00001% short of lr).
-run adam 07-training --task reversal --epochs 1 --checkpoint-dir "$scratch/checkpoints"
+run adam 07-training --task reversal --epochs 9 --checkpoint-dir "$scratch/checkpoints"
 says adam "where eps takes 1% of the step or more"
 never_says adam "as float32 rounds a step of lr at their weight's size"
+
+# Chapter 7, step 7: a model still at chance (3 epochs on a small set) needs
+# no head because it has learned nothing, not because the others cover.
+run untrained 07-training --task reversal --epochs 3 --train 300 --test 20 --digits 3 --vocab 5 --d-model 8 \
+  --heads 2 --layers 1 --seed 5 --checkpoint-dir "$scratch/checkpoints"
+says untrained "no better than chance (33.33%)"
+never_says untrained "the others cover for any one of them"
+never_says adam "no better than chance"   # 100% after 9 epochs
 
 echo "$ran claims checked, $failed wrong"
 [ "$failed" -eq 0 ]
