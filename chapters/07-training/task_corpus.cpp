@@ -155,7 +155,7 @@ void step_the_corpus(int64_t batch, const Corpus& corpus, const CorpusSplit& spl
   }
   fmt::print("  input   {}\n  target  {}\n", fmt::join(in, " "), fmt::join(out, " "));
   const int64_t T0 = int64_t(first.size()) - 1;
-  print_shape(fmt::format("a batch of {} such sentences, inputs", batch), {batch, T0},
+  print_shape(fmt::format("a batch of {}, inputs", count_of(batch, "such sentence")), {batch, T0},
               "(batch, seq): all of one length");
   print_shape("its targets", {batch, T0});
   say("Every position predicts the word after it, and every prediction counts. A batch holds sentences of one "

@@ -113,10 +113,11 @@ void compare_dropout(const std::vector<CorpusModel>& models, const CorpusOptions
 // Step "Training the three models", then what dropout did to them.
 void step_training_the_models(const CorpusOptions& o, const Corpus& corpus, const CorpusSplit& split,
                               const std::vector<int64_t>& text_ids, uint64_t seed, std::vector<CorpusModel>& models) {
-  say(fmt::format("{} each over the {} training sentences, batches of at most {} sentences of one length, "
+  say(fmt::format("{} each over the {} training sentences, batches of at most {} of one length, "
                   "Adam lr {}, {}. Loss: mean over the epoch's steps{}; held-out accuracy: every next word of the {} "
                   "held-out sentences, the whole sentence in the input (as in training), dropout off.",
-                  count_of(o.corpus_epochs, "epoch"), split.train.size(), o.corpus_batch, o.corpus_lr,
+                  count_of(o.corpus_epochs, "epoch"), split.train.size(), count_of(o.corpus_batch, "sentence"),
+                  o.corpus_lr,
                   o.dropout > 0
                       ? fmt::format("attention dropout p = {} in every training step (chapter 6's)", o.dropout)
                       : "no attention dropout (--dropout 0)",

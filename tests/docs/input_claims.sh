@@ -63,5 +63,10 @@ says untrained "no better than chance (33.33%)"
 never_says untrained "the others cover for any one of them"
 never_says adam "no better than chance"   # 100% after 9 epochs
 
+# Chapter 7, steps 10 and 12 with --corpus-batch 1: one sentence a batch.
+run batch1 07-training --task corpus --corpus-batch 1 --corpus-epochs 1 --checkpoint-dir "$scratch/checkpoints"
+says batch1 "a batch of 1 such sentence, inputs"
+says batch1 "batches of at most 1 sentence of one length"
+
 echo "$ran claims checked, $failed wrong"
 [ "$failed" -eq 0 ]
