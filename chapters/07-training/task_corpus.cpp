@@ -158,10 +158,12 @@ void step_the_corpus(int64_t batch, const Corpus& corpus, const CorpusSplit& spl
   print_shape(fmt::format("a batch of {}, inputs", count_of(batch, "such sentence")), {batch, T0},
               "(batch, seq): all of one length");
   print_shape("its targets", {batch, T0});
+  // The examples are the book's corpus.txt; a --corpus of the reader's may
+  // be all predictable (the same sentence 16 times: 100% after one epoch).
   say("Every position predicts the word after it, and every prediction counts. A batch holds sentences of one "
-      "length, so no padding is needed. Some of the next words can be known (after 'sat' comes 'on'), some "
-      "cannot (after 'the' comes one of six animals or an adjective, anyone's guess): no model reaches 100% "
-      "here, unless it cheats.");
+      "length, so no padding is needed. In the book's corpus.txt some of the next words can be known (after "
+      "'sat' comes 'on'), some cannot (after 'the' comes one of six animals or an adjective, anyone's guess): "
+      "no model reaches 100% on it, unless it cheats.");
 }
 
 // Step "Three models: one head or four (--corpus-heads), bidirectional or causal". Returns

@@ -68,5 +68,13 @@ run batch1 07-training --task corpus --corpus-batch 1 --corpus-epochs 1 --checkp
 says batch1 "a batch of 1 such sentence, inputs"
 says batch1 "batches of at most 1 sentence of one length"
 
+# Chapter 7, step 10 with a corpus of the reader's that is all predictable:
+# the causal model reaches 100%, so "no model reaches 100% here" is false.
+for i in $(seq 16); do echo "the cat sat on the mat"; done >"$scratch/same.txt"
+run same 07-training --task corpus --corpus "$scratch/same.txt" --corpus-epochs 2 \
+  --checkpoint-dir "$scratch/checkpoints"
+never_says same "no model reaches 100% here"
+says same "no model reaches 100% on it, unless it cheats"
+
 echo "$ran claims checked, $failed wrong"
 [ "$failed" -eq 0 ]
