@@ -136,8 +136,10 @@ void step_the_corpus(int64_t batch, const Corpus& corpus, const CorpusSplit& spl
   for (const auto& s : corpus.sentences) ++lengths[s.size()];
   std::string length_list;
   for (const auto& [len, count] : lengths) length_list += fmt::format("{}{} x {}", length_list.empty() ? "" : ", ", count, len);
-  fmt::print("  {} sentences of {} to {} tokens with the end token '.' (count x tokens: {})\n",
-             corpus.sentences.size(), lengths.begin()->first, lengths.rbegin()->first, length_list);
+  const size_t shortest = lengths.begin()->first, longest = lengths.rbegin()->first;
+  fmt::print("  {} sentences of {} tokens with the end token '.' (count x tokens: {})\n", corpus.sentences.size(),
+             shortest == longest ? fmt::format("{}", shortest) : fmt::format("{} to {}", shortest, longest),
+             length_list);
   std::vector<std::string> words;
   for (int64_t i = 0; i < corpus.vocab.size(); ++i) words.push_back(corpus.vocab.word(i));
   fmt::print("  vocabulary ({} words, ids by first appearance): {}\n", corpus.vocab.size(), fmt::join(words, " "));

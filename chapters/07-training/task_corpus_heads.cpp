@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,15 @@ void say_how_far_from_uniform(const std::vector<CorpusModel>& models, int64_t n)
       for (const Link& l : strongest_links(P, 3, false)) ++links, ahead += l.key == l.query + 1;
     }
   }
-  say(fmt::format("Trained, the heads' entropy is {:.0f}% to {:.0f}% below a uniform head's on this sentence. "
+  // (As printed: a range whose ends round alike is one number, and 0% is no drop.)
+  const long lo = std::lround(100 * least), hi = std::lround(100 * most);
+  const std::string drop = hi == 0     ? "less than 1% below a uniform head's"
+                           : lo == hi  ? fmt::format("{}% below a uniform head's", lo)
+                                       : fmt::format("{}% to {}% below a uniform head's", lo, hi);
+  say(fmt::format("Trained, the heads' entropy is {} on this sentence. "
                   "{} of the {} strongest bidirectional links point one token ahead, at the word to predict; "
                   "the causal links can only look back, at the words that decide what comes next.",
-                  100 * least, 100 * most, ahead, links));
+                  drop, ahead, links));
 }
 
 // Step "What training did to each head", part 4: what the multi-head

@@ -75,6 +75,14 @@ run same 07-training --task corpus --corpus "$scratch/same.txt" --corpus-epochs 
   --checkpoint-dir "$scratch/checkpoints"
 never_says same "no model reaches 100% here"
 says same "no model reaches 100% on it, unless it cheats"
+says same "16 sentences of 7 tokens with the end token"   # not "of 7 to 7 tokens"
+
+# Chapter 7, step 14 with heads hardly trained: their entropy is within a
+# percent of a uniform head's, not "0% to 0% below" it.
+run untrained_heads 07-training --task corpus --corpus-epochs 1 --corpus-lr 0.00001 \
+  --checkpoint-dir "$scratch/checkpoints"
+says untrained_heads "the heads' entropy is less than 1% below a uniform head's"
+never_says untrained_heads "0% to 0%"
 
 echo "$ran claims checked, $failed wrong"
 [ "$failed" -eq 0 ]
