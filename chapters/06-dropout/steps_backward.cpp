@@ -8,6 +8,7 @@
 #include "sa/print.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 #include <string>
@@ -53,8 +54,13 @@ void backward_pass(const Example& ex, const Options& o, const Draw& draw, Genera
         if (!drop.keep(i, j)) zero_where_dropped += d_weights(i, j) == 0.0f;
         if (drop.keep(i, j)) scaled_where_kept += d_weights(i, j) == d_dropped(i, j) * s;
       }
-    fmt::print("  exactly 0 where dropped: {}/{};  exactly {} x incoming where kept: {}/{}\n", zero_where_dropped,
-               weights.size() - kept, scale, scaled_where_kept, kept);
+    // (At p = 0 nothing is dropped and at p = 1 nothing is kept: that half
+    // of the count is left out rather than printed as 0/0.)
+    std::vector<std::string> counts;
+    if (kept < weights.size())
+      counts.push_back(fmt::format("exactly 0 where dropped: {}/{}", zero_where_dropped, weights.size() - kept));
+    if (kept > 0) counts.push_back(fmt::format("exactly {} x incoming where kept: {}/{}", scale, scaled_where_kept, kept));
+    fmt::print("  {}\n", fmt::join(counts, ";  "));
   }
   // Finite differences: L(w) = sum(G * (dropout(w) V)), the same mask replayed
   // by copying the generator as it was before step 2's draw.

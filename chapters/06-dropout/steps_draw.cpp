@@ -66,9 +66,16 @@ Draw one_draw(const Example& ex, const Options& o, Generator& gen) {
                                           scale)
                             : std::string("With p = 1 there are no survivors to scale (1/(1-p) would be 1/0), "
                                           "and the average of a weight is 0, not w.")));
-  say("The draw is PyTorch's: for each element in memory order, one 64-bit random number, whose low 53 bits give "
-      "a uniform u in [0, 1); the element is kept when u < 1 - p. With the same seed, F.dropout(weights, p) in "
-      "PyTorch drops the same weights.");
+  // At p = 0 and p = 1 PyTorch's F.dropout returns x or x * 0 without a
+  // draw, and so does dropout() (solutions/06-dropout/dropout.cpp).
+  if (o.p == 0.0 || o.p == 1.0)
+    say(fmt::format("At p = {} nothing is drawn: PyTorch's F.dropout returns the weights {} without a random number, "
+                    "and so does this dropout, so the random numbers after it are the same in both.",
+                    o.p, o.p == 0.0 ? "unchanged" : "times 0"));
+  else
+    say("The draw is PyTorch's: for each element in memory order, one 64-bit random number, whose low 53 bits give "
+        "a uniform u in [0, 1); the element is kept when u < 1 - p. With the same seed, F.dropout(weights, p) in "
+        "PyTorch drops the same weights.");
   const Generator before_draw = gen;  // to replay this exact mask in step 7
   const DropoutResult drop = dropout(weights, o.p, gen);
   const Matrix& dropped = drop.output;

@@ -47,6 +47,19 @@ says p05 "At p = 0.5 a token keeps only 50% of its connections on average"
 run p01 06-dropout --p 0.1 --draws 100
 says p01 "every token still sees most of its context"
 
+# Chapter 6, steps 2 and 7 at the ends: p = 0 and p = 1 draw nothing (as
+# PyTorch's F.dropout), and the side of the gradient count that has no
+# weights is left out, not printed as 0/0.
+run p0 06-dropout --p 0 --draws 100
+says p0 "At p = 0 nothing is drawn"
+never_says p0 "one 64-bit random number"
+never_says p0 "0/0"
+run p1 06-dropout --p 1 --draws 100
+says p1 "At p = 1 nothing is drawn"
+never_says p1 "one 64-bit random number"
+never_says p1 "0/0"
+says p1 "exactly 0 where dropped: 36/36"
+
 # Chapter 7, step 4: the weights Adam's first step moved by other than lr
 # are explained by eps, not by float32 rounding at the weight's size, in the
 # default model (one of them has |g| = 9.90092e-07 on an AVX-512 core: just
