@@ -66,6 +66,7 @@ MultiHead cross_attention(Generator& gen, const Input& in) {
     const HeadStats s = head_stats(cross.weights.view(0, h));
     fmt::print("  {:>6}  {:>8.4f}  {:>8.4f}\n", h, s.mean_entropy, s.focus);
   }
+  if (n_heads > kMaxPanels) fmt::print("  ... ({})\n", count_of(n_heads - kMaxPanels, "more head"));
   say(fmt::format("The output has one row per query, ({}, {}), whatever the number of keys: the keys decide where "
                   "the information comes from, the queries how many answers there are. The weights are a "
                   "{} x {} rectangle, not a square.",

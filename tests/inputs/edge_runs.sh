@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ctest label `inputs`: chapter programs run at the ends of their options'
+# ranges (one token, one head, thousands of heads, ...) finish with status 0,
+# draw figures of a size a viewer opens, and say what is true for that input.
+# Each case: `run PROGRAM OPTIONS...`, then what its output must hold
+# (`holds TEXT`) or must not hold (`lacks TEXT`).
+set -uo pipefail
+bin="$1"
+scratch="$2/edge-runs"
+failed=0 ran=0
+rm -rf "$scratch"
+mkdir -p "$scratch"
+out="$scratch/stdout" err="$scratch/stderr"
+current=""
+
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $current: $*"
+}
+
+run() {
+  current="$*"
+  ran=$((ran + 1))
+  timeout 120 "$bin/$1" "${@:2}" >"$out" 2>"$err"
+  local status=$?
+  [ "$status" -eq 0 ] || fail "status $status, expected 0; stderr: $(head -c 400 "$err")"
+}
+
+holds() { grep -qF -- "$1" "$out" || fail "its output lacks: $1"; }
+lacks() { ! grep -qF -- "$1" "$out" || fail "its output holds: $1"; }
+
+# A PNG's width and height, from its IHDR chunk (bytes 16 to 23).
+png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{print $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'; }
+
+# Chapter 4: a table that stops at 16 heads says how many it left out.
+run 04-multi-head --n-heads 64 --no-plots
+holds "  ... (48 more heads)"
+[ "$(grep -cF -- "... (48 more heads)" "$out")" -eq 3 ] || fail "steps 4, 10 and 13 should each say '... (48 more heads)'"
+
+echo "$ran runs, $failed failed"
+[ "$failed" -eq 0 ]
