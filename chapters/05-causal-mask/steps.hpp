@@ -32,6 +32,9 @@ struct Options {
 };
 
 inline constexpr int64_t kMaxBatch = 8;   // sequences in the padded batch
+// Heads in step 6's table and in multihead_causal.png: a grid of more panels
+// is unreadable, and of thousands too large for gnuplot to draw.
+inline constexpr int64_t kMaxHeadsShown = 16;
 inline const std::string kPad = "<pad>";  // label of a padding position
 
 // Matrices printed with up to 8 columns.

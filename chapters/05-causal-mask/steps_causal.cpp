@@ -199,7 +199,7 @@ void multi_head_causal(const Example& ex, const Options& o, const Mask& causal, 
   print_labelled("weights[0, 0] (head 0)", Matrix(mh.weights.view(0, 0)), tokens, tokens);
   fmt::print("\n  {:>6}  {:>14}  {:>14}  {:>12}  {:>12}  {:>10}\n", "head", "upper sum", "row 0", "i+1 weights",
              "entropy", "focus");
-  const int64_t shown_heads = std::min<int64_t>(o.n_heads, 16);
+  const int64_t shown_heads = std::min(o.n_heads, kMaxHeadsShown);
   for (int64_t h = 0; h < shown_heads; ++h) {
     const Matrix w = mh.weights.view(0, h);
     bool ok = true;

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -50,7 +51,7 @@ void draw_figures(Figures& figures, const FigureData& d) {
   });
 
   figures.draw("multihead_causal.png", [&](const std::string& path) {
-    const int64_t n = d.head_weights.heads();
+    const int64_t n = std::min(d.head_weights.heads(), kMaxHeadsShown);
     // As square a grid as the number of heads allows (a prime gives one row).
     int64_t cols = n;
     for (int64_t c = int64_t(std::ceil(std::sqrt(double(n)))); c <= n; ++c)
@@ -69,8 +70,11 @@ void draw_figures(Figures& figures, const FigureData& d) {
       p.cblabel = "weight";
       panels.push_back(p);
     }
-    const int panel_px = n <= 4 ? 480 : n <= 16 ? 360 : 240;
-    const std::string heads = n == 1 ? "its one head" : "each of " + count_of(n, "head");
+    const int panel_px = n <= 4 ? 480 : 360;
+    const int64_t all = d.head_weights.heads();
+    const std::string heads = all == 1   ? "its one head"
+                              : n == all ? "each of " + count_of(n, "head")
+                                         : fmt::format("the first {} of {} heads", n, all);
     return plot::heatmap_grid(path, fmt::format("Causal attention in {} (d_k = {})", heads, d.d_k),
                               int(n / cols), int(cols), panels, panel_px);
   });

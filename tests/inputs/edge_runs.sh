@@ -37,5 +37,16 @@ run 04-multi-head --n-heads 64 --no-plots
 holds "  ... (48 more heads)"
 [ "$(grep -cF -- "... (48 more heads)" "$out")" -eq 3 ] || fail "steps 4, 10 and 13 should each say '... (48 more heads)'"
 
+# Chapter 5: the per-head figure draws the first 16 heads, whatever their
+# number (4093 heads, a prime, made one row of 4093 panels gnuplot refused).
+run 05-causal-mask --d-model 4093 --n-heads 4093 --plots-dir "$scratch/05"
+png="$scratch/05/multihead_causal.png"
+if [ -s "$png" ]; then
+  read -r width height < <(png_size "$png")
+  [ "$width" -le 8000 ] && [ "$height" -le 8000 ] || fail "multihead_causal.png is $width x $height pixels"
+else
+  fail "no multihead_causal.png"
+fi
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
