@@ -72,8 +72,8 @@ void run(int argc, char** argv) {
   step(6, fmt::format("Multi-head causal attention: {} of d_k = {}", count_of(o.n_heads, "head"), o.d_model / o.n_heads));
   multi_head_causal(ex, o, causal, causal_att.weights, bidirectional, fig);
 
-  step(7, fmt::format("Padding masks: a batch of {} sequences of lengths {}", lengths.size(),
-                      fmt::join(lengths, ", ")));
+  step(7, fmt::format("Padding masks: a batch of {} of {} {}", count_of(int64_t(lengths.size()), "sequence"),
+                      lengths.size() == 1 ? "length" : "lengths", fmt::join(lengths, ", ")));
   const PaddedBatch padded = padded_batch(ex, o, lengths, fig);
 
   step(8, "Padding and causal together: mask_and");

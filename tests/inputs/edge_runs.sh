@@ -48,5 +48,11 @@ else
   fail "no multihead_causal.png"
 fi
 
+# Chapter 5 with a batch of one sequence.
+run 05-causal-mask --lengths 0 --no-plots
+holds "Step 7. Padding masks: a batch of 1 sequence of length 0"
+run 05-causal-mask --no-plots
+holds "Step 7. Padding masks: a batch of 3 sequences of lengths 6, 4, 2"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
