@@ -81,10 +81,12 @@ void batch_of_sequences(Generator& gen, const Input& in, const Options& o, const
   Matrix X_batch(o.batch * seq_len, d_model);
   X_batch.topRows(seq_len) = X;
   for (int64_t b = 1; b < o.batch; ++b) X_batch.middleRows(b * seq_len, seq_len) = gen.randn(seq_len, d_model);
-  say(fmt::format("Sequence 0 is the sentence, {} random N(0, 1) sequence{} of {} tokens. The batch is one "
-                  "matrix of batch x seq = {} rows, so each projection is still one product.",
-                  o.batch == 1 ? "and no other" : fmt::format("followed by {}", o.batch - 1),
-                  o.batch == 2 ? "" : "s", seq_len, o.batch * seq_len));
+  say(fmt::format("Sequence 0 is the sentence, {}. The batch is one matrix of batch x seq = {}, so each projection "
+                  "is still one product.",
+                  o.batch == 1 ? std::string("alone (--batch 1)")
+                               : fmt::format("followed by {} of {}", count_of(o.batch - 1, "random N(0, 1) sequence"),
+                                             count_of(seq_len, "token")),
+                  count_of(o.batch * seq_len, "row")));
   const MultiHead batched = multi_head_attention(X_batch, X_batch, o.batch, params, n_heads);
   print_shape("X", {o.batch, seq_len, d_model}, fmt::format("stored as ({}, {})", X_batch.rows(), X_batch.cols()));
   print_shape("Q, K, V split into heads", {o.batch, n_heads, seq_len, d_k});

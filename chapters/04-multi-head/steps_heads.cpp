@@ -26,9 +26,9 @@ Tensor4 scores_per_head(const Input& in, const Heads& heads) {
   for (int64_t h = 0; h < n_heads; ++h) scores.view(0, h) = scaled_scores(Q_h.view(0, h), K_h.view(0, h));
   print_shape("scores", scores.shape(), "(batch, n_heads, seq_q, seq_k)");
   if (n_heads > 1)
-    say(fmt::format("Chapter 2's scaled_scores once per head. Each dot product now has d_k = {} terms, so the "
+    say(fmt::format("Chapter 2's scaled_scores once per head. Each dot product now has d_k = {} {}, so the "
                     "scale is sqrt({}) = {:.4f}, not sqrt(d_model) = {:.4f}.",
-                    d_k, d_k, std::sqrt(double(d_k)), std::sqrt(double(d_model))));
+                    d_k, d_k == 1 ? "term" : "terms", d_k, std::sqrt(double(d_k)), std::sqrt(double(d_model))));
   else
     say(fmt::format("Chapter 2's scaled_scores. With one head d_k = d_model = {}, so the scale is sqrt({}) = {:.4f}, "
                     "as in chapter 2.",
@@ -112,7 +112,8 @@ Matrix output_projection(const Input& in, const Matrix& combined) {
                     "column is a weighted sum over all {} columns, so all {} heads.",
                     d_model, n_heads));
   else
-    say(fmt::format("Every output column is a weighted sum over all {} columns of the one head's output.", d_model));
+    say(fmt::format("Every output column is a weighted sum over {} of the one head's output.",
+                    d_model == 1 ? std::string("the one column") : fmt::format("all {} columns", d_model)));
   return output;
 }
 

@@ -52,10 +52,11 @@ std::vector<HeadStats> what_each_head_does(const Input& in, const QKV& qkv, cons
              1.0 / double(seq_len));
   say(fmt::format("Entropy in nats (log {} = {:.4f} is the most a row over {} can have) and focus, the mean "
                   "largest weight (1/{} = {:.4f} for uniform rows, 1 for one-hot). The last row but one is "
-                  "chapter 3's single attention over all {} columns, for comparison. Untrained, the weights "
+                  "chapter 3's single attention over {}, for comparison. Untrained, the weights "
                   "are drawn at random, so whatever differs between heads is chance. Training is what makes them specialise: "
                   "chapter 7 trains heads like these and measures how far their entropy falls.",
-                  seq_len, log_n, count_of(seq_len, "key"), seq_len, 1.0 / double(seq_len), d_model));
+                  seq_len, log_n, count_of(seq_len, "key"), seq_len, 1.0 / double(seq_len),
+                  d_model == 1 ? std::string("the one column") : fmt::format("all {} columns", d_model)));
   return stats;
 }
 

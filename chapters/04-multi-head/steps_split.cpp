@@ -82,10 +82,10 @@ Heads split_into_heads(const Input& in, const QKV& qkv) {
   strides_line(fmt::format(".view(1, {}, {}, {})", seq_len, n_heads, d_k), {1, seq_len, n_heads, d_k},
                {seq_len * d_model, d_model, d_k, 1});
   strides_line(".transpose(1, 2)", {1, n_heads, seq_len, d_k}, {seq_len * d_model, d_k, d_model, 1});
-  say(fmt::format("That is PyTorch's split: the view cuts each row of {} numbers into {} of {}, the "
+  say(fmt::format("That is PyTorch's split: the view cuts each row of {} into {} of {}, the "
                   "transpose swaps the seq and head dimensions. Neither moves a number; only the strides change. "
                   "Element [b, h, s, d] lives at offset b*{} + h*{} + s*{} + d of Q's storage.",
-                  d_model, n_heads == 1 ? std::string("one piece") : fmt::format("{} pieces", n_heads), d_k,
+                  count_of(d_model, "number"), n_heads == 1 ? std::string("one piece") : fmt::format("{} pieces", n_heads), d_k,
                   seq_len * d_model, d_k, d_model));
   // Head h1 of Q as an Eigen view: a rectangle of Q, no copy.
   const auto head_view = Q.block(0, c0, seq_len, d_k);
@@ -96,8 +96,8 @@ Heads split_into_heads(const Input& in, const QKV& qkv) {
               fmt::format("offset {} in Q", q_elem - Q.data()));
   values_line(fmt::format("head {} view, row {} [0:{}]", h1, r2, show), v_elem, show,
               fmt::format("offset {} in Q, same address: {}", v_elem - Q.data(), yes_no(v_elem == q_elem)));
-  fmt::print("  the view's row stride: {} floats (the seq stride above), its shape ({}, {})\n",
-             head_view.outerStride(), head_view.rows(), head_view.cols());
+  fmt::print("  the view's row stride: {} (the seq stride above), its shape ({}, {})\n",
+             count_of(head_view.outerStride(), "float"), head_view.rows(), head_view.cols());
 
   const Tensor4 Q_h = split_heads(Q, 1, n_heads);
   const Tensor4 K_h = split_heads(qkv.K, 1, n_heads);

@@ -26,16 +26,32 @@ run() {
   [ "$status" -eq 0 ] || fail "status $status, expected 0; stderr: $(head -c 400 "$err")"
 }
 
-holds() { grep -qF -- "$1" "$out" || fail "its output lacks: $1"; }
-lacks() { ! grep -qF -- "$1" "$out" || fail "its output holds: $1"; }
+# The output as one line, spaces collapsed: a sentence matches wherever the
+# program wrapped it.
+flat() { tr -s ' \n' '  ' <"$out"; }
+holds() { flat | grep -qF -- "$1" || fail "its output lacks: $1"; }
+lacks() { ! flat | grep -qF -- "$1" || fail "its output holds: $1"; }
 
 # A PNG's width and height, from its IHDR chunk (bytes 16 to 23).
 png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{print $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'; }
 
 # Chapter 4: a table that stops at 16 heads says how many it left out.
 run 04-multi-head --n-heads 64 --no-plots
-holds "  ... (48 more heads)"
+holds "... (48 more heads)"
 [ "$(grep -cF -- "... (48 more heads)" "$out")" -eq 3 ] || fail "steps 4, 10 and 13 should each say '... (48 more heads)'"
+
+# Chapter 4 with one number a token, one head, one token and a batch of one:
+# counts in the singular.
+run 04-multi-head --d-model 1 --n-heads 1 --batch 1 --text solo --no-plots
+holds "the view cuts each row of 1 number into one piece of 1"
+holds "the view's row stride: 1 float (the seq stride above)"
+holds "Every output column is a weighted sum over the one column of the one head's output"
+holds "chapter 3's single attention over the one column, for comparison"
+holds "Sequence 0 is the sentence, alone (--batch 1). The batch is one matrix of batch x seq = 1 row, so"
+run 04-multi-head --n-heads 64 --text "a b" --no-plots
+holds "Each dot product now has d_k = 1 term, so"
+run 04-multi-head --no-plots
+holds "Sequence 0 is the sentence, followed by 1 random N(0, 1) sequence of 6 tokens. The batch is one matrix of batch x seq = 12 rows"
 
 # Chapter 5: the per-head figure draws the first 16 heads, whatever their
 # number (4093 heads, a prime, made one row of 4093 panels gnuplot refused).
