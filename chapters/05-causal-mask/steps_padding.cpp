@@ -32,18 +32,16 @@ std::vector<int64_t> parse_lengths(const std::string& text, int64_t seq_len) {
     item.erase(item.find_last_not_of(' ') + 1);
     int64_t value = 0;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (error == std::errc::result_out_of_range && end == item.data() + item.size())
-      throw UsageError(fmt::format("--lengths: {} is longer than the text's {} tokens, the length everything is "
-                                   "padded to",
-                                   item, seq_len));
-    if (item.empty() || error != std::errc() || end != item.data() + item.size())
+    // A number too large for int64_t is still a number: refused for its sign
+    // or its size, like any other.
+    const bool too_large = error == std::errc::result_out_of_range && end == item.data() + item.size();
+    if (!too_large && (item.empty() || error != std::errc() || end != item.data() + item.size()))
       throw UsageError(fmt::format("--lengths: '{}' is not a whole number (give lengths like 6,4,2)", item));
-    if (value < 0) throw UsageError(fmt::format("--lengths: {} is negative; a sequence has 0 or more tokens", value));
-    if (value > seq_len)
-      throw UsageError(
-          fmt::format("--lengths: {} is longer than the text's {} tokens, the length everything is "
-                      "padded to",
-                      value, seq_len));
+    if (too_large ? item[0] == '-' : value < 0)
+      throw UsageError(fmt::format("--lengths: {} is negative; a sequence has 0 or more tokens", item));
+    if (too_large || value > seq_len)
+      throw UsageError(fmt::format("--lengths: {} is longer than the text's {}, the length everything is padded to",
+                                   item, count_of(seq_len, "token")));
     lengths.push_back(value);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -47,6 +47,9 @@ refuse 04-multi-head "--d-model" --d-model 10 --n-heads 4
 refuse 05-causal-mask "--lengths: 99999999999999999999 is longer than the text's 6 tokens" \
   --lengths 99999999999999999999
 refuse 05-causal-mask "--lengths: 'x' is not a whole number" --lengths 1,x
+refuse 05-causal-mask "--lengths: -99999999999999999999 is negative; a sequence has 0 or more tokens" \
+  --lengths 2,-99999999999999999999
+refuse 05-causal-mask "--lengths: 2 is longer than the text's 1 token, the length" --text hi --lengths 2
 refuse 06-dropout "--p '0.99999999999' is 1 in float32, the precision the programs compute in" --p 0.99999999999
 refuse 06-dropout "--p must be a number in [0, 1], got '1.5'" --p 1.5
 refuse 07-training "--lr must be at least 1.2e-38 in size" --lr 1e-300 --no-plots
