@@ -63,9 +63,9 @@ Matrix look_up_embeddings(Generator& gen, const Options& o, const TokenIds& text
   const auto& [tokens, vocab, ids, seq_len] = text;
   const Matrix table = make_embedding(gen, vocab.size(), o.d_model);
   print_tensor("embedding table", table, {}, kWide);
-  say(fmt::format("One row of {} numbers per vocabulary word, drawn from N(0, 1) as nn.Embedding({}, {}) "
+  say(fmt::format("One row of {} per vocabulary word, drawn from N(0, 1) as nn.Embedding({}, {}) "
                   "does with the same seed.",
-                  o.d_model, vocab.size(), o.d_model));
+                  count_of(o.d_model, "number"), vocab.size(), o.d_model));
   const Matrix E = embed(table, ids);
   print_tensor("E = table[token_ids]", E, {1, seq_len, o.d_model}, kWide);
   for (int64_t i = 0; i < seq_len; ++i)

@@ -35,6 +35,12 @@ lacks() { ! flat | grep -qF -- "$1" || fail "its output holds: $1"; }
 # A PNG's width and height, from its IHDR chunk (bytes 16 to 23).
 png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{print $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'; }
 
+# Chapter 1 with one number a token.
+run 01-qkv-projection --d-model 1 --d-k 1 --text hello --no-plots
+holds "One row of 1 number per vocabulary word"
+run 01-qkv-projection --no-plots
+holds "One row of 64 numbers per vocabulary word"
+
 # Chapter 4: a table that stops at 16 heads says how many it left out.
 run 04-multi-head --n-heads 64 --no-plots
 holds "... (48 more heads)"
