@@ -54,9 +54,12 @@ Matrix show_scaled_scores(const Options& o, const ExampleQK& ex, const Matrix& r
   const auto& [tokens, seq_len, qkv, q_spread, k_spread] = ex;
   const Matrix scaled = scaled_scores(qkv.Q, qkv.K);
   const double sqrt_d_k = std::sqrt(double(o.d_k));
+  // With d_k 1 the division changes nothing: say so rather than "smaller".
   say(fmt::format("scaled = Q K^T / sqrt(d_k) = Q K^T / sqrt({}) = Q K^T / {:.4g}. Same shape, same "
-                  "order of the entries in every row, smaller numbers.",
-                  o.d_k, sqrt_d_k));
+                  "order of the entries in every row, {}.",
+                  o.d_k, sqrt_d_k,
+                  o.d_k == 1 ? "the same numbers, as sqrt(1) = 1 (a larger --d-k shrinks them)"
+                             : "smaller numbers"));
   print_shape("scaled = Q K^T / sqrt(d_k)", {1, seq_len, seq_len}, "(batch, queries, keys)");
   print_labelled("scaled[0]", scaled, tokens, tokens, {.precision = 3});
   const Spread scaled_spread = spread(scaled);

@@ -41,6 +41,13 @@ holds "One row of 1 number per vocabulary word"
 run 01-qkv-projection --no-plots
 holds "One row of 64 numbers per vocabulary word"
 
+# Chapter 2 with d_k 1: dividing by sqrt(1) makes nothing smaller.
+run 02-scaling --d-k 1 --samples 2 --max-d-k 4 --no-plots
+holds "Q K^T / 1. Same shape, same order of the entries in every row, the same numbers"
+lacks "smaller numbers"
+run 02-scaling --samples 2 --max-d-k 4 --no-plots
+holds "Q K^T / 8. Same shape, same order of the entries in every row, smaller numbers."
+
 # Chapter 4: a table that stops at 16 heads says how many it left out.
 run 04-multi-head --n-heads 64 --no-plots
 holds "... (48 more heads)"
