@@ -117,7 +117,11 @@ std::vector<NormRow> vanishing_gradient(uint64_t seed, const Options& o) {
                   shrink > 0 ? fmt::format("{:.1f} times less", shrink) : std::string("to nothing measurable"),
                   100 * norms.back().raw_dead, kDead, scaled_lo, scaled_hi,
                   worst_scaled_dead == 0 ? std::string("not one row that small")
-                                         : fmt::format("at most {:.1f}% of rows that small", 100 * worst_scaled_dead)));
+                  // A share that rounds to 0.0% is a few rows: count them.
+                  : 100 * worst_scaled_dead < 0.05
+                      ? fmt::format("at most {} in {} that small",
+                                    count_of(std::lround(worst_scaled_dead * double(o.samples)), "row"), o.samples)
+                      : fmt::format("at most {:.1f}% of rows that small", 100 * worst_scaled_dead)));
   // A handful of rows shows single draws, not the law: say so rather than
   // let a d_k that happened to draw a flat row read as a trend.
   if (o.samples < 100)

@@ -48,6 +48,13 @@ lacks "smaller numbers"
 run 02-scaling --samples 2 --max-d-k 4 --no-plots
 holds "Q K^T / 8. Same shape, same order of the entries in every row, smaller numbers."
 
+# Chapter 3's step 8: a share of rows that rounds to 0.0% is counted.
+run 03-softmax --samples 3000 --no-plots
+holds "with at most 1 row in 3000 that small."
+lacks "0.0% of rows"
+run 03-softmax --no-plots
+holds "with at most 0.1% of rows that small."
+
 # Chapter 4: a table that stops at 16 heads says how many it left out.
 run 04-multi-head --n-heads 64 --no-plots
 holds "... (48 more heads)"
