@@ -100,6 +100,11 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
                       [this](const std::string& v) {
                         uint64_t s = 0;
                         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+                        // A number past 2^64 - 1 is an integer still: say which bound it passed.
+                        if (ec == std::errc::result_out_of_range && end == v.data() + v.size())
+                          throw UsageError(fmt::format(
+                              "--seed must be at most {} (2^64 - 1, torch.manual_seed's largest), got '{}'",
+                              std::numeric_limits<uint64_t>::max(), v));
                         if (ec != std::errc() || end != v.data() + v.size())
                           throw UsageError(fmt::format("--seed must be a non-negative integer, got '{}'", v));
                         seed = s;
