@@ -129,7 +129,8 @@ PaddedBatch padded_batch(const Example& ex, const Options& o, const std::vector<
         pad_sentence = "The <pad> rows are queries too and still produce outputs, here from whatever their junk "
                        "asks for, so those changed";
       else if (pad_with_choice == 0) {
-        const bool has_1 = std::count(lengths.begin(), lengths.end(), 1) > 0;
+        // A sequence of length 1 has <pad> queries only when the text is longer.
+        const bool has_1 = seq_len > 1 && std::count(lengths.begin(), lengths.end(), 1) > 0;
         const bool has_0 = std::count(lengths.begin(), lengths.end(), 0) > 0;
         pad_sentence = fmt::format(
             "The <pad> rows are queries too, but here their outputs did not change: {}{}{}",

@@ -73,6 +73,13 @@ holds "Each dot product now has d_k = 1 term, so"
 run 04-multi-head --no-plots
 holds "Sequence 0 is the sentence, followed by 1 random N(0, 1) sequence of 6 tokens. The batch is one matrix of batch x seq = 12 rows"
 
+# Chapter 5 over one token: the sequence of length 1 has no <pad> query.
+run 05-causal-mask --text hi --lengths 1,0 --no-plots
+holds "but here their outputs did not change: in a sequence of length 0 a <pad> query sees no key at all"
+lacks "in a sequence of length 1 a <pad> query"
+run 05-causal-mask --text "a b" --lengths 1,0 --no-plots
+holds "in a sequence of length 1 a <pad> query sees one key, weighted 1 whatever it asks, and in a sequence of length 0"
+
 # Chapter 5: the per-head figure draws the first 16 heads, whatever their
 # number (4093 heads, a prime, made one row of 4093 panels gnuplot refused).
 run 05-causal-mask --d-model 4093 --n-heads 4093 --plots-dir "$scratch/05"
