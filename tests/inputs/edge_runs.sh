@@ -97,5 +97,65 @@ holds "Step 7. Padding masks: a batch of 1 sequence of length 0"
 run 05-causal-mask --no-plots
 holds "Step 7. Padding masks: a batch of 3 sequences of lengths 6, 4, 2"
 
+# Chapter 6, step 6: at p = 0.5 a token keeps half of its connections on
+# average, which is not "most" of its context.
+run 06-dropout --p 0.5 --draws 100 --no-plots
+lacks "every token still sees most of its context"
+holds "At p = 0.5 a token keeps only 50% of its connections on average"
+run 06-dropout --p 0.1 --draws 100 --no-plots
+holds "every token still sees most of its context"
+
+# Chapter 6, steps 2 and 7 at the ends: p = 0 and p = 1 draw nothing (as
+# PyTorch's F.dropout), and the side of the gradient count that has no
+# weights is left out, not printed as 0/0.
+run 06-dropout --p 0 --draws 100 --no-plots
+holds "At p = 0 nothing is drawn"
+lacks "one 64-bit random number"
+lacks "0/0"
+run 06-dropout --p 1 --draws 100 --no-plots
+holds "At p = 1 nothing is drawn"
+lacks "one 64-bit random number"
+lacks "0/0"
+holds "exactly 0 where dropped: 36/36"
+
+# Chapter 7, step 4: the weights Adam's first step moved by other than lr
+# are explained by eps, not by float32 rounding at the weight's size, in the
+# default model (one of them has |g| = 9.90092e-07 on an AVX-512 core: just
+# above 99 eps, and its step 1.00001% short of lr). At 100% after 9 epochs,
+# step 7 does not call it no better than chance.
+run 07-training --task reversal --epochs 9 --checkpoint-dir "$scratch/checkpoints" --no-plots
+holds "where eps takes 1% of the step or more"
+lacks "as float32 rounds a step of lr at their weight's size"
+lacks "no better than chance"
+
+# Chapter 7, step 7: a model still at chance (3 epochs on a small set) needs
+# no head because it has learned nothing, not because the others cover.
+run 07-training --task reversal --epochs 3 --train 300 --test 20 --digits 3 --vocab 5 --d-model 8 --heads 2 \
+  --layers 1 --seed 5 --checkpoint-dir "$scratch/checkpoints" --no-plots
+holds "no better than chance (33.33%)"
+lacks "the others cover for any one of them"
+
+# Chapter 7, steps 10 and 12 with --corpus-batch 1: one sentence a batch.
+run 07-training --task corpus --corpus-batch 1 --corpus-epochs 1 --checkpoint-dir "$scratch/checkpoints" --no-plots
+holds "a batch of 1 such sentence, inputs"
+holds "batches of at most 1 sentence of one length"
+
+# Chapter 7, step 10 with a corpus of the reader's that is all predictable:
+# the causal model reaches 100%, so "no model reaches 100% here" is false;
+# and its sentences all have 7 tokens, not "7 to 7".
+for i in $(seq 16); do echo "the cat sat on the mat"; done >"$scratch/same.txt"
+run 07-training --task corpus --corpus "$scratch/same.txt" --corpus-epochs 2 \
+  --checkpoint-dir "$scratch/checkpoints" --no-plots
+lacks "no model reaches 100% here"
+holds "no model reaches 100% on it, unless it cheats"
+holds "16 sentences of 7 tokens with the end token"
+
+# Chapter 7, step 14 with heads hardly trained: their entropy is within a
+# percent of a uniform head's, not "0% to 0% below" it.
+run 07-training --task corpus --corpus-epochs 1 --corpus-lr 0.00001 --checkpoint-dir "$scratch/checkpoints" \
+  --no-plots
+holds "the heads' entropy is less than 1% below a uniform head's"
+lacks "0% to 0%"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
