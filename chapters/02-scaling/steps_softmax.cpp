@@ -41,9 +41,10 @@ std::vector<double> largest_softmax_weights(const Matrix& scores) {
 void softmax_preview(uint64_t seed, const Options& o, Measured& m) {
   say(fmt::format(
       "Softmax turns a row of scores into weights exp(s_j) / sum_i exp(s_i). Its largest weight is "
-      "1 / sum_i exp(s_i - max s): 1/{} = {:.3f} when all {} scores are equal, 1 when one score stands far "
+      "1 / sum_i exp(s_i - max s): 1/{} = {:.3f} when {} are equal, 1 when one score stands far "
       "above the rest. For each d_k: one query against {} keys, raw and scaled, then the mean over {} such rows.",
-      o.keys, 1.0 / double(o.keys), o.keys, o.keys, kSoftmaxRows));
+      o.keys, 1.0 / double(o.keys), o.keys == 2 ? std::string("both scores") : fmt::format("all {} scores", o.keys),
+      o.keys, kSoftmaxRows));
   Generator softmax_gen(seed);
   fmt::print("\n  {:>5} | {:^22} | {:^22} | {:^22}\n", "", "largest weight", "largest weight",
              "std of the raw scores");

@@ -67,8 +67,8 @@ void query_that_sees_nothing(const Example& ex, const Mask& causal) {
   // decides that they are padding.
   std::vector<std::string> left_labels = tokens;
   std::fill(left_labels.begin(), left_labels.begin() + left_pad, kPad);
-  fmt::print("\n  (b) the same sentence, its first {} position{} treated as left padding, under the causal mask\n",
-             left_pad, left_pad == 1 ? "" : "s");
+  fmt::print("\n  (b) the same sentence, its first {} treated as left padding, under the causal mask\n",
+             left_pad == 1 ? std::string("position") : fmt::format("{} positions", left_pad));
   print_labelled("mask_and(causal, keys j >= " + std::to_string(left_pad) + ")", as_numbers(left_causal), left_labels,
                  left_labels, {.precision = 0});
   const Matrix left_scores = apply_mask(scores, left_causal);

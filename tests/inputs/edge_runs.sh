@@ -55,6 +55,12 @@ lacks "0.0% of rows"
 run 03-softmax --no-plots
 holds "with at most 0.1% of rows that small."
 
+# Chapters 2 and 3 with the fewest keys or samples: "both scores", "1 row, the 6 scores".
+run 02-scaling --keys 2 --samples 2 --max-d-k 4 --no-plots
+holds "1/2 = 0.500 when both scores are equal"
+run 03-softmax --samples 1 --no-plots
+holds "For each d_k: 1 row, the 6 scores"
+
 # Chapter 4: a table that stops at 16 heads says how many it left out.
 run 04-multi-head --n-heads 64 --no-plots
 holds "... (48 more heads)"
@@ -96,6 +102,11 @@ run 05-causal-mask --lengths 0 --no-plots
 holds "Step 7. Padding masks: a batch of 1 sequence of length 0"
 run 05-causal-mask --no-plots
 holds "Step 7. Padding masks: a batch of 3 sequences of lengths 6, 4, 2"
+holds "its first 2 positions treated as left padding"
+
+# Chapter 5's step 9 over two words: one position of left padding.
+run 05-causal-mask --text "hi there" --no-plots
+holds "its first position treated as left padding"
 
 # Chapter 6, step 6: at p = 0.5 a token keeps half of its connections on
 # average, which is not "most" of its context.
