@@ -150,21 +150,37 @@ void print_tensor(std::string_view name, const Matrix& m, const Shape& shown, co
 void print_labelled(std::string_view name, const Matrix& m, const std::vector<std::string>& row_labels,
                     const std::vector<std::string>& col_labels, const PrintOptions& opt, const Shape& shown) {
   print_shape(name, shown.empty() ? Shape{m.rows(), m.cols()} : shown, opt.axes);
+  fmt::print("{}", format_labelled(m, row_labels, col_labels, opt));
+}
+
+std::string format_labelled(const Matrix& m, const std::vector<std::string>& row_labels,
+                            const std::vector<std::string>& col_labels, const PrintOptions& opt) {
+  // (Labelled tables are shown whole further than print_tensor's: their
+  // labels say which rows and columns they are.)
+  const std::vector<int64_t> rows = shown_indices(m.rows(), 32, 12), cols = shown_indices(m.cols(), 16, 6);
+  auto row_label = [&](int64_t r) {
+    return r < 0 ? std::string("...") : r < int64_t(row_labels.size()) ? row_labels[r] : std::to_string(r);
+  };
+  auto col_label = [&](int64_t c) {
+    return c < 0 ? std::string("...") : c < int64_t(col_labels.size()) ? col_labels[c] : std::to_string(c);
+  };
   size_t label_w = 0, width = 6;
-  for (const auto& l : row_labels) label_w = std::max(label_w, l.size());
-  for (const auto& l : col_labels) width = std::max(width, l.size());
-  for (int64_t i = 0; i < m.size(); ++i) width = std::max(width, format_value(m.data()[i], opt.precision).size());
+  for (int64_t r : rows) label_w = std::max(label_w, row_label(r).size());
+  for (int64_t c : cols) width = std::max(width, col_label(c).size());
+  for (int64_t r : rows)
+    for (int64_t c : cols)
+      if (r >= 0 && c >= 0) width = std::max(width, format_value(m(r, c), opt.precision).size());
   const std::string pad(opt.indent, ' ');
   std::string out = pad + std::string(label_w, ' ');
-  for (int64_t c = 0; c < m.cols(); ++c)
-    out += fmt::format("  {:>{}}", c < int64_t(col_labels.size()) ? col_labels[c] : std::to_string(c), width);
+  for (int64_t c : cols) out += fmt::format("  {:>{}}", col_label(c), width);
   out += "\n";
-  for (int64_t r = 0; r < m.rows(); ++r) {
-    out += pad + fmt::format("{:>{}}", r < int64_t(row_labels.size()) ? row_labels[r] : std::to_string(r), label_w);
-    for (int64_t c = 0; c < m.cols(); ++c) out += fmt::format("  {:>{}}", format_value(m(r, c), opt.precision), width);
+  for (int64_t r : rows) {
+    out += pad + fmt::format("{:>{}}", row_label(r), label_w);
+    for (int64_t c : cols)
+      out += fmt::format("  {:>{}}", r < 0 || c < 0 ? std::string("...") : format_value(m(r, c), opt.precision), width);
     out += "\n";
   }
-  fmt::print("{}", out);
+  return out;
 }
 
 std::string text_bar(double fraction, int width) {

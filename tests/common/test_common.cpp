@@ -97,6 +97,40 @@ TEST_CASE("format_matrix: fixed precision, aligned, summarised like torch", "[co
   CHECK(format_matrix(mixed, {.indent = 0}) == "[[0.0000, 2.0000]]\n");
 }
 
+TEST_CASE("format_labelled: whole up to 16 columns and 32 rows, then the first and last around '...'",
+          "[common][print]") {
+  Matrix m(2, 2);
+  m << 1.0f, -0.5f, 0.25f, 2.0f;
+  CHECK(format_labelled(m, {"the", "cat"}, {"the", "cat"}, {.precision = 2, .indent = 0}) ==
+        "        the     cat\n"
+        "the    1.00   -0.50\n"
+        "cat    0.25    2.00\n");
+  // 64 words: 12 + 1 + 12 rows under the header, 6 + 1 + 6 columns.
+  std::vector<std::string> words;
+  for (int i = 0; i < 64; ++i) words.push_back("w" + std::to_string(i));
+  Matrix big(64, 64);
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 64; ++c) big(r, c) = float(r * 100 + c);
+  const std::string s = format_labelled(big, words, words, {.precision = 0, .indent = 0});
+  std::vector<std::string> lines;
+  for (size_t from = 0, to; (to = s.find('\n', from)) != std::string::npos; from = to + 1)
+    lines.push_back(s.substr(from, to - from));
+  REQUIRE(lines.size() == 26);
+  CHECK(lines[0] == "         w0      w1      w2      w3      w4      w5     ...     w58     w59     w60     w61     w62"
+                    "     w63");
+  CHECK(lines[1] == " w0       0       1       2       3       4       5     ...      58      59      60      61      62"
+                    "      63");
+  CHECK(lines[12].starts_with("w11    1100    1101"));
+  CHECK(lines[13] == "...     ...     ...     ...     ...     ...     ...     ...     ...     ...     ...     ...     ..."
+                     "     ...");
+  CHECK(lines[14].starts_with("w52    5200    5201"));
+  CHECK(lines[25].ends_with("6362    6363"));
+  // 16 columns and 32 rows are shown whole.
+  const std::string whole = format_labelled(Matrix::Zero(32, 16), {}, {}, {.precision = 0, .indent = 0});
+  CHECK(whole.find("...") == std::string::npos);
+  CHECK(std::count(whole.begin(), whole.end(), '\n') == 33);
+}
+
 namespace {
 // argv from a list of strings, with the program name first.
 struct Args {

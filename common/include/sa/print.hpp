@@ -39,10 +39,15 @@ void print_tensor(std::string_view name, const Matrix& m, const Shape& shown = {
 void print_shape(std::string_view name, const Shape& shape, std::string_view comment = "");
 // A matrix with labels on rows and columns, for attention-like matrices.
 // `shown` is the shape to print when the matrix stands for a larger tensor,
-// e.g. (1, 6, 6) for batch 1.
+// e.g. (1, 6, 6) for batch 1. Whole up to 16 columns and 32 rows (a table a
+// terminal shows); a larger one, a long --text's, keeps its first and last
+// 6 columns and 12 rows around a "..." column and row.
 void print_labelled(std::string_view name, const Matrix& m, const std::vector<std::string>& row_labels,
                     const std::vector<std::string>& col_labels, const PrintOptions& opt = {},
                     const Shape& shown = {});
+// The table print_labelled prints under the shape line.
+std::string format_labelled(const Matrix& m, const std::vector<std::string>& row_labels,
+                            const std::vector<std::string>& col_labels, const PrintOptions& opt = {});
 
 // "[0.6652, 0.2447, 0.0900]": row `row` of m, inline, each value as
 // format_value writes it.
