@@ -223,6 +223,33 @@ TEST_CASE("plot: surface_grid draws every panel over one z range", "[common][plo
   if (one_range) fs::remove(path + ".gp");  // else kept, to read
 }
 
+// The gnuplot script of a figure drawn by `draw` into `name` (kept with
+// SA_PLOT_KEEP_SCRIPT), for what a test cannot see in the PNG.
+template <typename Draw>
+std::string script_of(const std::string& name, Draw draw) {
+  const std::string path = (scratch_dir() / name).string();
+  ::setenv("SA_PLOT_KEEP_SCRIPT", "1", 1);
+  const std::string written = draw(path);
+  ::unsetenv("SA_PLOT_KEEP_SCRIPT");
+  REQUIRE(written == path);
+  std::ifstream in(path + ".gp");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// gnuplot draws no line through a single point, though the legend names
+// it: a theory line at one d_k, a curve of one checkpoint.
+TEST_CASE("plot: a line of one point is drawn as a marked point", "[common][plot]") {
+  if (!plot::available()) return;  // no gnuplot, no script
+  plot::LinePlot lp;
+  lp.series = {{"theory: d_k", {4}, {4}, plot::Series::Style::Lines},
+               {"theory: 1", {4}, {1}, plot::Series::Style::Dashed},
+               {"measured", {4, 8}, {4.2, 7.9}, plot::Series::Style::Lines}};
+  const std::string script = script_of("one_point.png", [&](const std::string& p) { return plot::lines(p, lp); });
+  CHECK(script.find("$series0 using 1:2 with linespoints") != std::string::npos);
+  CHECK(script.find("$series1 using 1:2 with linespoints lw 2.2 pt 7 ps 1.0 dt (9,6)") != std::string::npos);
+  CHECK(script.find("$series2 using 1:2 with lines lw 2.2 ") != std::string::npos);  // two points: a line
+}
+
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
   const std::string path = (scratch_dir() / "refused.png").string();
   plot::Heatmap empty;

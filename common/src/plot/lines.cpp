@@ -127,7 +127,15 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width, int
     for (std::size_t i = 0; i < se.x.size(); ++i) data += num(se.x[i]) + " " + num(se.y[i]) + "\n";
     const std::string block = fmt::format("$series{}", k);
     datablock(s, block, data);
-    plot += fmt::format("{}{} using 1:2 {} lc rgb '{}' {}", k ? ", \\\n     " : "", block, style_clause(se.style),
+    // A line through one point draws nothing, though its legend entry
+    // shows (a theory line at a single d_k, one checkpoint of a curve): its
+    // point is marked, in the series' colour and dash.
+    std::size_t points = 0;
+    for (std::size_t i = 0; i < se.x.size(); ++i) points += std::isfinite(se.x[i]) && std::isfinite(se.y[i]);
+    const bool lone = points == 1 && (se.style == Series::Style::Lines || se.style == Series::Style::Dashed);
+    std::string style = style_clause(lone ? Series::Style::LinesPoints : se.style);
+    if (lone && se.style == Series::Style::Dashed) style += " dt (9,6)";
+    plot += fmt::format("{}{} using 1:2 {} lc rgb '{}' {}", k ? ", \\\n     " : "", block, style,
                         cycle_colour(k), title_clause(se.name));
   }
   s += plot + "\n";
