@@ -250,6 +250,31 @@ TEST_CASE("plot: a line of one point is drawn as a marked point", "[common][plot
   CHECK(script.find("$series2 using 1:2 with lines lw 2.2 ") != std::string::npos);  // two points: a line
 }
 
+// A category of 64 letters, turned, took half the canvas; 64 categories'
+// labels, turned, ran into each other.
+TEST_CASE("plot: a bar chart shortens long category labels and thins crowded ones", "[common][plot]") {
+  if (!plot::available()) return;
+  const std::string word(64, 'a');
+  plot::BarChart c;
+  c.categories = {word + " (0)", "cat (1)"};
+  c.groups = {{"", {1.0, 0.5}}};
+  std::string script = script_of("long_category.png", [&](const std::string& p) { return plot::bars(p, c); });
+  CHECK(script.find(word) == std::string::npos);
+  CHECK(script.find("'aaaaaaaaaaa…aaaaaaaa (0)' 0") != std::string::npos);  // 24 characters, the index kept
+  CHECK(script.find("'cat (1)' 1") != std::string::npos);
+
+  c.categories.clear();
+  c.groups = {{"", {}}};
+  for (int i = 0; i < 64; ++i) {
+    c.categories.push_back("w" + std::to_string(i) + " (" + std::to_string(i) + ")");
+    c.groups[0].values.push_back(4.0);
+  }
+  script = script_of("crowded_categories.png", [&](const std::string& p) { return plot::bars(p, c); });
+  CHECK(script.find("'w0 (0)' 0") != std::string::npos);
+  CHECK(script.find("'w1 (1)' 1") == std::string::npos);  // turned labels every few bars
+  CHECK(script.find("'w2 (2)' 2") == std::string::npos);
+}
+
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
   const std::string path = (scratch_dir() / "refused.png").string();
   plot::Heatmap empty;

@@ -75,11 +75,21 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   s += "set grid noxtics ytics\n";
   s += title_command(c.title, width - 90.0, title_pt, 11);
   s += "set ylabel " + gq(c.ylabel) + "\n";
+  // Category labels of more than 24 characters are shortened in the
+  // middle: one of 64 letters, turned, took half the canvas and squeezed
+  // the bars into a corner.
+  std::vector<std::string> labels;
+  for (const std::string& l : c.categories) labels.push_back(shorten(l, 24));
   // Category labels are rotated when they would touch their neighbours
   // (12 pt, mostly digits in "d_k=1024"; 12 px of gap).
-  const bool rotated = text_px(longest(c.categories), 12, true) + 12 > slot_px;
-  s += fmt::format("set xtics {} scale 0 font ',12'", tic_list(c.categories, ncat, 60));
-  s += rotated ? " rotate by 30 right\n" : " norotate\n";
+  const bool rotated = text_px(longest(labels), 12, true) + 12 > slot_px;
+  // Turned by 30 degrees, neighbouring labels are slot * sin 30 apart
+  // across their lines: every stride-th is shown so that this is a line of
+  // 12 pt text (64 words' labels ran into each other).
+  auto stride_for = [&] {
+    return rotated ? static_cast<std::size_t>(std::ceil(1.2 * 12 * kPxPerPt / (0.5 * slot_px))) : std::size_t(1);
+  };
+  std::size_t stride = stride_for();
   // A turned label runs down to the left from its bar, so the first ones
   // can reach past the y axis's labels and off the canvas ("nationalization
   // (0)"). Then the left margin is widened to hold them and the plot is
@@ -87,20 +97,24 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   if (rotated) {
     const double default_left = width - 30.0 - frame.w;  // chart_frame's estimate of gnuplot's margin
     double left = default_left;
-    const std::size_t stride = tic_stride(true, ncat, 60);
     for (int round = 0; round < 4; ++round) {
       double reach = 0;  // px left of the plot's left border, 10 px of air included
       for (std::size_t i = 0; i < ncat; i += stride) {
-        const double w = label_px(c.categories[i], 12);
+        const double w = label_px(labels[i], 12);
         reach = std::max(reach, 0.866 * w + 0.25 * 12 * kPxPerPt + 10 - (static_cast<double>(i) + 0.6) * slot_px);
       }
       if (reach <= left) break;
       frame.w -= reach - left;
       left = reach;
       slot_px = slot_for(frame);
+      stride = stride_for();
     }
     if (left > default_left) s += fmt::format("set lmargin at screen {:.5f}\n", (left_px + left) / canvas_w);
   }
+  std::string tics;
+  for (std::size_t i = 0; i < ncat; i += stride) tics += fmt::format("{}{} {}", i ? ", " : "", gq(labels[i], false), i);
+  s += fmt::format("set xtics ({}) scale 0 font ',12'", tics);
+  s += rotated ? " rotate by 30 right\n" : " norotate\n";
   s += fmt::format("set xrange [-0.6:{}]\n", num(static_cast<double>(ncat) - 0.4 + extra));
   s += "set yrange " + ya.range() + "\n";
   if (lo < 0) s += "set xzeroaxis lt -1 lw 1\n";

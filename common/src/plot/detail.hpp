@@ -156,6 +156,13 @@ inline constexpr double kPxPerPt = 96.0 / 72.0;  // pngcairo lays text out at 96
 // Number of characters a UTF-8 string shows (for layout estimates).
 std::size_t text_width(std::string_view s);
 std::size_t longest(const std::vector<std::string>& labels);
+// A label of more than max_chars characters with its middle replaced by
+// "…", so that at most max_chars show: its start and its end (a trailing
+// " (3)" index) stay. For labels a figure places by a fixed measure (a bar
+// category, a flow diagram's token, a surface's tic), where one word of 64
+// letters would otherwise push the plot into a corner or run over its
+// neighbours; the program's text output has the word whole.
+std::string shorten(std::string_view label, std::size_t max_chars);
 // Width in pixels of `chars` characters of text at `pt` points.
 double text_px(std::size_t chars, double pt, bool digits = false);
 // Width in pixels of the text s at `pt` points, measured with the font's

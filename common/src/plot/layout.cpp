@@ -33,6 +33,22 @@ std::size_t longest(const std::vector<std::string>& labels) {
   return n;
 }
 
+std::string shorten(std::string_view label, std::size_t max_chars) {
+  const std::size_t n = text_width(label);
+  if (n <= max_chars || max_chars < 3) return std::string(label);
+  // Byte offset of character k (characters are counted as text_width does).
+  auto offset = [&](std::size_t k) {
+    std::size_t i = 0;
+    for (std::size_t seen = 0; i < label.size(); ++i) {
+      if ((static_cast<unsigned char>(label[i]) & 0xC0) != 0x80 && seen++ == k) break;
+    }
+    return i;
+  };
+  // The end keeps the larger half: there sits the index of "word (12)".
+  const std::size_t head = (max_chars - 1) / 2, tail = max_chars - 1 - head;
+  return std::string(label.substr(0, offset(head))) + "…" + std::string(label.substr(offset(n - tail)));
+}
+
 // Width in pixels of `chars` characters of text at `pt` points. Running
 // text averages about 0.52 em per character; digits are wider (0.62 em).
 double text_px(std::size_t chars, double pt, bool digits) {
