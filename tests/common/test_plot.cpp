@@ -275,6 +275,28 @@ TEST_CASE("plot: a bar chart shortens long category labels and thins crowded one
   CHECK(script.find("'w2 (2)' 2") == std::string::npos);
 }
 
+// Words of 64 letters pushed a flow diagram's columns together and ran
+// over the next panel, and over a surface's axis titles.
+TEST_CASE("plot: flow diagrams and surfaces shorten long token labels", "[common][plot]") {
+  if (!plot::available()) return;
+  const std::string word(64, 'x');
+  const std::vector<std::string> tokens{"the", word, "cat"};
+  const Matrix w = Matrix::Constant(3, 3, 1.0f / 3.0f);
+  plot::FlowPanel fp{"head 0", w, tokens, tokens};
+  std::string script = script_of("long_flow.png", [&](const std::string& p) {
+    return plot::flow(p, "flow", 1, 2, {fp, fp}, 0.05, 300);
+  });
+  CHECK(script.find(word) == std::string::npos);
+  CHECK(script.find("xxxx…xxxxx") != std::string::npos);
+  CHECK(script.find("'the'") != std::string::npos);
+  plot::Surface sf;
+  sf.z = w;
+  sf.row_labels = sf.col_labels = tokens;
+  script = script_of("long_surface.png", [&](const std::string& p) { return plot::surface(p, sf); });
+  CHECK(script.find(word) == std::string::npos);
+  CHECK(script.find("'xxxxxxx…xxxxxxxx' 1") != std::string::npos);
+}
+
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
   const std::string path = (scratch_dir() / "refused.png").string();
   plot::Heatmap empty;

@@ -30,7 +30,7 @@ std::string flow(const std::string& png_path, const std::string& title, int rows
                  const std::vector<FlowPanel>& panels, double min_weight, int panel_px) {
   check_grid("flow", rows, cols, panels.size());
   if (!(min_weight >= 0 && min_weight <= 1)) bad_input("flow", fmt::format("min_weight {} is not in [0, 1]", min_weight));
-  std::size_t tokens = 1, label_chars = 1;
+  std::size_t tokens = 1;
   for (std::size_t k = 0; k < panels.size(); ++k) {
     const FlowPanel& p = panels[k];
     const auto nq = static_cast<std::size_t>(p.weights.rows()), nk = static_cast<std::size_t>(p.weights.cols());
@@ -46,14 +46,27 @@ std::string flow(const std::string& png_path, const std::string& title, int rows
       if (!(w >= 0 && w <= 1)) bad_input("flow", fmt::format("panel {}: weight {} is not in [0, 1]", k, w));
     }
     tokens = std::max({tokens, nq, nk});
-    label_chars = std::max({label_chars, longest(p.query_labels), longest(p.key_labels),
-                            std::to_string(std::max(nq, nk)).size()});
   }
   check_size("flow", panel_px, panel_px);
   if (!available()) return skipped();
 
   // Sizes: a row of tokens every 34 px (at least), labels at 11 pt down to 9.
   const double pt = std::clamp(panel_px / 30.0, 9.0, 11.0);
+  // The labels, each column of them in at most a third of the panel less
+  // its margins (longer ones are shortened in the middle), so the lines
+  // keep at least a third: words of 64 letters pushed the columns
+  // together and ran over the neighbouring panels.
+  const auto max_chars = static_cast<std::size_t>(std::max(3.0, (panel_px / 3.0 - 12 - 16) / text_px(1, pt)));
+  auto label = [&](const std::vector<std::string>& labels, std::size_t i) {
+    return labels.empty() ? std::to_string(i) : shorten(labels[i], max_chars);
+  };
+  std::size_t label_chars = 1;
+  for (const FlowPanel& p : panels) {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(p.weights.rows()); ++i)
+      label_chars = std::max(label_chars, text_width(label(p.query_labels, i)));
+    for (std::size_t j = 0; j < static_cast<std::size_t>(p.weights.cols()); ++j)
+      label_chars = std::max(label_chars, text_width(label(p.key_labels, j)));
+  }
   const int panel_h = std::max(panel_px, static_cast<int>(34 * tokens) + 110);
   const int width = cols * panel_px;
   const PageTitle page = page_title(title, width, pt + 5, pt + 1, 46);
@@ -85,14 +98,12 @@ std::string flow(const std::string& png_path, const std::string& title, int rows
     body += fmt::format("set label 2 'key' at 1,0.75 center font ',{:.3g}' tc rgb '#555555'\n", pt);
     int tag = 3;
     for (std::size_t i = 0; i < nq; ++i) {
-      const std::string text = p.query_labels.empty() ? std::to_string(i) : p.query_labels[i];
-      body += fmt::format("set label {} {} at {},{} right font ',{:.3g}' front\n", tag++, gq(text, false),
-                          num(-0.06), num(-static_cast<double>(i)), pt);
+      body += fmt::format("set label {} {} at {},{} right font ',{:.3g}' front\n", tag++,
+                          gq(label(p.query_labels, i), false), num(-0.06), num(-static_cast<double>(i)), pt);
     }
     for (std::size_t j = 0; j < nk; ++j) {
-      const std::string text = p.key_labels.empty() ? std::to_string(j) : p.key_labels[j];
-      body += fmt::format("set label {} {} at {},{} left font ',{:.3g}' front\n", tag++, gq(text, false),
-                          num(1.06), num(-static_cast<double>(j)), pt);
+      body += fmt::format("set label {} {} at {},{} left font ',{:.3g}' front\n", tag++,
+                          gq(label(p.key_labels, j), false), num(1.06), num(-static_cast<double>(j)), pt);
     }
     // The lines, lightest first, so the strong ones are drawn on top.
     struct Edge {

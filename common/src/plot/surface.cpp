@@ -75,9 +75,18 @@ void surface_panel(std::string& s, const Surface& sf, int id, double zlo, double
   s += "set pm3d depthorder base\nset pm3d lighting primary 0.25 specular 0.0\n";
   s += "set grid z back lt 1 lw 1 lc rgb '#e0e0e0'\nset border 1+2+4+8+16 lw 1 lc rgb '#404040'\n";
   // Offsets push the key and query tic labels apart at the front corner.
-  s += fmt::format("set xtics {} scale 0 font ',{}' offset -0.8,-0.6", tic_list(sf.col_labels, cols, 24), pt - 1);
-  s += in_grid || longest(sf.col_labels) > 4 ? " rotate by 30 right\n" : " norotate\n";
-  s += fmt::format("set ytics {} scale 0 font ',{}' offset 1.5,-0.3\n", tic_list(sf.row_labels, rows, 24), pt - 1);
+  // Labels of more than 16 characters are shortened in the middle: the
+  // axes' titles sit at a fixed distance, and a word of 64 letters ran over
+  // them and the floor.
+  auto shortened = [](const std::vector<std::string>& labels) {
+    std::vector<std::string> out;
+    for (const std::string& l : labels) out.push_back(shorten(l, 16));
+    return out;
+  };
+  const std::vector<std::string> keys = shortened(sf.col_labels), queries = shortened(sf.row_labels);
+  s += fmt::format("set xtics {} scale 0 font ',{}' offset -0.8,-0.6", tic_list(keys, cols, 24), pt - 1);
+  s += in_grid || longest(keys) > 4 ? " rotate by 30 right\n" : " norotate\n";
+  s += fmt::format("set ytics {} scale 0 font ',{}' offset 1.5,-0.3\n", tic_list(queries, rows, 24), pt - 1);
   s += fmt::format("set ztics scale 0.5 font ',{}'\nset format z '%g'\nset format cb '%g'\n", pt - 1);
   s += fmt::format("set xlabel {} font ',{}' offset 0,-1.5\n", gq(sf.xlabel), pt + 1);
   s += fmt::format("set ylabel {} font ',{}' offset 2,0\n", gq(sf.ylabel), pt + 1);
