@@ -250,6 +250,25 @@ TEST_CASE("plot: a line of one point is drawn as a marked point", "[common][plot
   CHECK(script.find("$series2 using 1:2 with lines lw 2.2 ") != std::string::npos);  // two points: a line
 }
 
+// A title's width was estimated at 0.52 em a character, which a word of
+// x's (0.59 em each) passes: such a title ran past the canvas edge.
+TEST_CASE("plot: a title of wide letters is set small enough to fit", "[common][plot]") {
+  if (!plot::available()) return;
+  const std::string word(75, 'x');
+  plot::LinePlot lp;
+  lp.title = word + " " + word;  // two lines of 75 x's
+  lp.series = {{"", {0, 1}, {0, 1}, plot::Series::Style::Lines}};
+  const std::string script = script_of("wide_title.png", [&](const std::string& p) { return plot::lines(p, lp, 900); });
+  const auto at = script.find("set title '" + word);
+  REQUIRE(at != std::string::npos);
+  const auto font = script.find("font ',", at);
+  REQUIRE(font != std::string::npos);
+  const double pt = std::stod(script.substr(font + 7));
+  // DejaVu Sans's x is 0.592 em; lines() gives the title the width less
+  // 90 px, and writes its size to 3 digits (13.68 as 13.7).
+  CHECK(75 * 0.592 * pt * 96 / 72 <= (900 - 90) * 1.01);
+}
+
 // A category of 64 letters, turned, took half the canvas; 64 categories'
 // labels, turned, ran into each other.
 TEST_CASE("plot: a bar chart shortens long category labels and thins crowded ones", "[common][plot]") {
