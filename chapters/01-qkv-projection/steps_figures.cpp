@@ -24,6 +24,24 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     plot::Heatmap h;
     h.title = fmt::format("Sinusoidal positional encoding, {} positions x d_model {}", positions, o.d_model);
     h.values = PE;
+    // Cells are square, so past 256 columns they shrink below 3 px: the fast
+    // columns alias into false bands, and at d_model 4096 the 64 rows were
+    // a strip 12 px high. Then every k-th (sin, cos) pair is drawn, each
+    // column labelled with its j.
+    const int64_t every = (o.d_model + 255) / 256;
+    if (every > 1) {
+      std::vector<int64_t> js;
+      for (int64_t j = 0; j < o.d_model; j += 2 * every) {
+        js.push_back(j);
+        if (j + 1 < o.d_model) js.push_back(j + 1);
+      }
+      h.values.resize(positions, int64_t(js.size()));
+      for (size_t c = 0; c < js.size(); ++c) {
+        h.values.col(int64_t(c)) = PE.col(js[c]);
+        h.col_labels.push_back(std::to_string(js[c]));
+      }
+      h.title += fmt::format(", one (sin, cos) pair in {} drawn", every);
+    }
     h.xlabel = "dimension j (even: sin, odd: cos)";
     h.ylabel = "position";
     h.cblabel = "PE[pos, j]";
@@ -36,7 +54,6 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
 
   figures.draw("positional_waves.png", [&](const std::string& path) {
     plot::LinePlot p;
-    p.title = "A few columns of the positional encoding: fast waves first, slow waves later";
     p.xlabel = "position";
     p.ylabel = "PE[pos, j]";
     // A fast pair (6 and 7) and two slower columns, each once and in the
@@ -47,6 +64,18 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
       if (j < o.d_model) columns.push_back(j);
     std::sort(columns.begin(), columns.end());
     columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+    // Columns 2i and 2i+1 share one frequency. Below d_model 4 the columns
+    // drawn are one such pair (or the one column): one speed, not fast and
+    // slow waves.
+    if (columns.front() / 2 != columns.back() / 2) {
+      p.title = "A few columns of the positional encoding: fast waves first, slow waves later";
+    } else if (columns.size() == 1) {
+      p.title = fmt::format("The one column of the positional encoding at d_model {}: sin(pos), a single wave",
+                            o.d_model);
+    } else {
+      p.title = fmt::format(
+          "Columns 0 and 1 of the positional encoding at d_model {}: one frequency, as sine and cosine", o.d_model);
+    }
     for (int64_t j : columns) {
       plot::Series s;
       s.name = fmt::format("j = {} ({})", j, j % 2 == 0 ? "sin" : "cos");

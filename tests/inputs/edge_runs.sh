@@ -168,5 +168,22 @@ run 07-training --task corpus --corpus-epochs 1 --corpus-lr 0.00001 --checkpoint
 holds "the heads' entropy is less than 1% below a uniform head's"
 lacks "0% to 0%"
 
+# Figures at the ends of the options' ranges: what they draw and say, read
+# from their gnuplot scripts (kept next to them with SA_PLOT_KEEP_SCRIPT).
+figures="$scratch/figures"
+drawn() { SA_PLOT_KEEP_SCRIPT=1 run "$@" --plots-dir "$figures"; }
+script_holds() { grep -qF -- "$2" "$figures/$1.gp" || fail "$1's script lacks: $2"; }
+script_lacks() { ! grep -qF -- "$2" "$figures/$1.gp" || fail "$1's script holds: $2"; }
+
+# Chapter 1 at d_model 1: one column, one wave, not "fast waves first, slow
+# waves later".
+drawn 01-qkv-projection --d-model 1 --d-k 1 --text hello
+script_lacks positional_waves.png "fast waves first"
+script_holds positional_waves.png "The one column of the positional encoding at d_model 1"
+# At d_model 4096 the encoding's heatmap draws one pair of columns in 16
+# rather than 4096 columns of a fourth of a pixel.
+drawn 01-qkv-projection --d-model 4096 --d-k 1 --text hello
+script_holds positional_encoding.png "one (sin, cos) pair in 16 drawn"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
