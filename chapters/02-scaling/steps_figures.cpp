@@ -34,9 +34,10 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     p.ylabel = "raw score q_i . k_j";
     plot::Series pairs{"pairs (query, key)", geometry.cosines, geometry.scores, plot::Series::Style::Points};
     // The two lines |q| |k| cos over the cosines that occur: every pair lies
-    // on the line of its own length product, between these two.
+    // on the line of its own length product, between these two. A cosine
+    // lies in [-1, 1], and so do the lines (one token's only pair has cos 1).
     const auto [lo, hi] = std::minmax_element(geometry.cosines.begin(), geometry.cosines.end());
-    const double a = *lo - 0.05, b = *hi + 0.05;
+    const double a = std::max(*lo - 0.05, -1.0), b = std::min(*hi + 0.05, 1.0);
     auto line = [&](double lengths, const char* which) {
       return plot::Series{fmt::format("|q| |k| = {:.2f} ({})", lengths, which), {a, b},
                           {a * lengths, b * lengths}, plot::Series::Style::Dashed};
@@ -67,8 +68,14 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
       scaled_pts.y.push_back(s.scaled_variance);
     }
     p.series = {raw_theory, raw, scaled_theory, scaled_pts};
-    p.ymin = 0.5;
-    p.ymax = 2.0 * m.d_k.back();
+    // Room for both theory lines, and for every measured point: with few
+    // --samples a variance can be far from its theory, and a fixed 0.5 to
+    // 2 d_k hid them (--samples 2 measured 8.9 at d_k 4, 0.0039 at d_k 64).
+    double lowest = 0.5, highest = 2.0 * m.d_k.back();
+    for (const plot::Series* se : {&raw, &scaled_pts})
+      for (double v : se->y) lowest = std::min(lowest, v / 2), highest = std::max(highest, 2 * v);
+    p.ymin = lowest;
+    p.ymax = highest;
     return plot::lines(path, p);
   });
 

@@ -185,5 +185,15 @@ script_holds positional_waves.png "The one column of the positional encoding at 
 drawn 01-qkv-projection --d-model 4096 --d-k 1 --text hello
 script_holds positional_encoding.png "one (sin, cos) pair in 16 drawn"
 
+# Chapter 2 with one token: its one pair has cos 1, and the line through it
+# ends there, not at cos 1.05.
+drawn 02-scaling --text hello --samples 2 --max-d-k 4 --keys 2
+! grep -q '^1\.05 ' "$figures/dot_product_geometry.png.gp" || fail "dot_product_geometry.png draws a line to cos 1.05"
+# Chapter 2 with 2 samples a d_k: variances far from their theory (0.0039
+# at d_k 64) are drawn, not cut off below 0.5.
+drawn 02-scaling --samples 2 --max-d-k 1024 --keys 2
+low=$(sed -n 's/^set yrange \[\([^:]*\):.*/\1/p' "$figures/variance_vs_d_k.png.gp")
+awk -v low="$low" 'BEGIN { exit !(low < 0.0039) }' || fail "variance_vs_d_k.png's y axis starts at $low, above 0.0039"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
