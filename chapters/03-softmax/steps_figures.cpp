@@ -81,7 +81,8 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     // maximum and to each other: the title says so in numbers, rather than
     // letting six near-equal bars look like a plotting fault.
     const double lowest = *std::min_element(entropy.begin(), entropy.end());
-    c.title = seq_len == 1 ? std::string("Entropy of the one query's weights: one key, so 0 (dashed: the maximum, log 1)")
+    c.title = seq_len == 1 ? std::string("Entropy of the one query's weights: one key, weight 1, so H = 0 = log 1, "
+                                         "the maximum")
                            : fmt::format("Entropy of each query's weights: all within {:.0f}% of the maximum log {} = "
                                          "{:.3f} (dashed), the entropy of uniform weights",
                                          std::ceil(100.0 * (1.0 - lowest / bound)), seq_len, bound);
@@ -90,8 +91,9 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     c.groups.push_back({"H of the row", entropy});
     // The bound is one number for every row: a reference line, not bars. Its
     // name is in the title: a label at the line's end would take a slot as
-    // wide as a bar on the right.
-    c.hlines.push_back({bound, ""});
+    // wide as a bar on the right. For one token the bound, log 1 = 0, would
+    // lie on the axis, unseen: the title says it in words instead.
+    if (seq_len > 1) c.hlines.push_back({bound, ""});
     return plot::bars(path, c);
   });
 }

@@ -69,8 +69,11 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     // several bars).
     const double n = double(seq_len);
     plot::BarChart entropy, focus;
-    entropy.title = fmt::format("Entropy H, mean over the rows\n(dashed: a uniform row, log {} = {:.3f})", seq_len,
-                                std::log(n));
+    // With one token every row is uniform and H = log 1 = 0: a dashed line
+    // there would lie on the axis, unseen, so the title says it in words.
+    entropy.title = "Entropy H, mean over the rows\n";
+    entropy.title += seq_len == 1 ? "(one key: every row is uniform, H = log 1 = 0)"
+                                  : fmt::format("(dashed: a uniform row, log {} = {:.3f})", seq_len, std::log(n));
     entropy.ylabel = "H (nats)";
     focus.title = fmt::format("Focus, the mean largest weight of a row\n(dashed: a uniform row, 1/{} = {:.3f})",
                               seq_len, 1 / n);
@@ -84,7 +87,7 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     focus.categories = entropy.categories;
     entropy.groups = {{"", H}};
     focus.groups = {{"", F}};
-    entropy.hlines = {{std::log(n), ""}};
+    if (seq_len > 1) entropy.hlines = {{std::log(n), ""}};
     focus.hlines = {{1 / n, ""}};
     const std::string title =
         fmt::format("Per-head entropy and focus, {} of d_k = {}{} (untrained)", count_of(o.n_heads, "head"), d_k,
