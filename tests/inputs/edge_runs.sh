@@ -202,5 +202,11 @@ script_lacks entropy.png "dashed"
 drawn 04-multi-head --text hello
 script_lacks head_entropy_focus.png "dashed: a uniform row, log 1"
 
+# Chapter 7 after one epoch: the 99% goal is a line across the accuracy
+# plot, not a series from the first epoch to the last (of no length here).
+drawn 07-training --task reversal --epochs 1 --train 50 --test 5 --digits 1 --vocab 3 --d-model 2 --heads 1 \
+  --layers 1 --checkpoint-dir "$scratch/checkpoints"
+script_holds accuracy.png "set label 1 '99%'"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
