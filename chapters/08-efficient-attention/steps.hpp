@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,13 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures);
 void cheaper_demo(const Small& small, const Large& large, const Options& o, Figures& figures);
 void compare_layers(const Options& o);
 void local_on_reversal(uint64_t seed, int64_t epochs, Figures& figures);
+
+// A memory measure::extra_bytes measured, or "n/a" where this system gives
+// no measurement (a program that cannot write /proc/self/clear_refs cannot
+// reset its peak resident size): never a 0 nothing measured.
+inline std::string measured_bytes_str(const std::optional<int64_t>& bytes) {
+  return bytes ? bytes_str(double(*bytes)) : std::string("n/a");
+}
 
 // The exponent b of time ≈ a·T^b, by least squares on log time against log T.
 double fitted_exponent(const std::vector<double>& T, const std::vector<double>& ms);

@@ -91,6 +91,7 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
   std::vector<double> tiled_fit_ms, tiled_fit_T;
   std::vector<double> Ts, naive_ms, naive_extra, tiled_ms, tiled_extra, score_bytes, fit_T, fit_ms;
   double bytes_per_score = 0;
+  bool memory_measured = true;  // false where this system cannot measure it (measured_bytes_str)
   // One call of each path before anything is measured. The first call of a
   // function touches memory no later call does: pages of its machine code,
   // of the stack under Eigen's products, of the allocator's own tables. Those
@@ -108,9 +109,11 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
     std::string naive_cells = fmt::format("{:>12}  {:>12}", "not run", "-");
     if (T <= kNaiveMaxSeqLen) {
       auto naive = [&] { Attention a = attention(Q, K, V); };
-      const double extra = double(measure::extra_bytes(naive, out_bytes).value_or(0));
+      const std::optional<int64_t> measured = measure::extra_bytes(naive, out_bytes);
+      memory_measured = memory_measured && measured;
+      const double extra = double(measured.value_or(0));
       const double ms = measure::median_ms(naive, 0.1);
-      naive_cells = fmt::format("{:>12}  {:>12}", fmt::format("{:.3f} ms", ms), bytes_str(extra));
+      naive_cells = fmt::format("{:>12}  {:>12}", fmt::format("{:.3f} ms", ms), measured_bytes_str(measured));
       Ts.push_back(double(T));
       naive_ms.push_back(ms);
       naive_extra.push_back(extra);
@@ -121,7 +124,9 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
       bytes_per_score = extra / (double(T) * double(T));
     }
     auto tiled = [&] { TiledAttention t = tiled_attention(Q, K, V, false, o.block); };
-    const double extra = double(measure::extra_bytes(tiled, out_bytes).value_or(0));
+    const std::optional<int64_t> measured = measure::extra_bytes(tiled, out_bytes);
+    memory_measured = memory_measured && measured;
+    const double extra = double(measured.value_or(0));
     const double ms = measure::median_ms(tiled, 0.1);
     tiled_ms.push_back(ms);
     if (T >= 512) {
@@ -131,22 +136,28 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
     tiled_extra.push_back(extra);
     score_bytes.push_back(scores);
     fmt::print("  {:>6}  {:>14}  {}  {:>12}  {:>12}\n", T, bytes_str(scores), naive_cells,
-               fmt::format("{:.3f} ms", ms), bytes_str(extra));
+               fmt::format("{:.3f} ms", ms), measured_bytes_str(measured));
   }
   const double b = fitted_exponent(fit_T, fit_ms);
   double tiled_extra_at_naive_max = 0;  // the tiled path's extra memory at the naive path's largest T
   for (size_t i = 0; i < tiled_extra.size(); ++i)
     if (int64_t(64) << i == kNaiveMaxSeqLen) tiled_extra_at_naive_max = tiled_extra[i];
+  // What the measured memory says, or that there is none ('n/a' above).
+  const std::string measured_memory =
+      memory_measured
+          ? fmt::format("The naive path's extra memory at T = {} is {:.1f} bytes per score: the scores and the "
+                        "weights, 4 bytes each, alive at the same time; the tiled path's is {}.",
+                        kNaiveMaxSeqLen, bytes_per_score, bytes_str(tiled_extra_at_naive_max))
+          : std::string("The extra memory is not measured on this system ('n/a'): measuring it resets the peak "
+                        "resident size through /proc/self/clear_refs, which this program cannot write.");
   say(fmt::format("The naive time grows as T^{:.2f} (least squares over T = 512 to {}): doubling T multiplies it by "
-                  "about {:.1f}; the tiled one as T^{:.2f} (T = 512 to 8192): the same work, done in tiles. The naive path's extra memory at T = {} is {:.1f} bytes per score: the scores "
-                  "and the weights, 4 bytes each, alive at the same time; the tiled path's is {}. At T = 8192 the "
-                  "scores alone would take {}, at 65536 {}; the tiled path never needs more than one {} x {} tile "
-                  "of them.",
-                  b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), kNaiveMaxSeqLen,
-                  bytes_per_score, bytes_str(tiled_extra_at_naive_max), bytes_str(8192.0 * 8192 * 4),
-                  bytes_str(65536.0 * 65536 * 4), o.block, o.block));
-  // (No sentence when the memory could not be measured: /proc/self/clear_refs missing.)
-  if (naive_extra.back() > 0) say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
+                  "about {:.1f}; the tiled one as T^{:.2f} (T = 512 to 8192): the same work, done in tiles. {} At "
+                  "T = 8192 the scores alone would take {}, at 65536 {}; the tiled path never needs more than one "
+                  "{} x {} tile of them.",
+                  b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), measured_memory,
+                  bytes_str(8192.0 * 8192 * 4), bytes_str(65536.0 * 65536 * 4), o.block, o.block));
+  // (No sentence when the memory could not be measured.)
+  if (memory_measured && naive_extra.back() > 0) say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
 
   std::vector<double> all_T;
   for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));
@@ -186,9 +197,13 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
       for (double& b : bytes) b = std::max(b, 4096.0);
       return bytes;
     };
-    p.series = {{"T x T float scores (computed)", all_T, mib(score_bytes), plot::Series::Style::Dashed},
-                {"naive, chapter 3 (measured)", Ts, mib(at_least_a_page(naive_extra))},
-                {"tiled (measured)", all_T, mib(at_least_a_page(tiled_extra))}};
+    p.series = {{"T x T float scores (computed)", all_T, mib(score_bytes), plot::Series::Style::Dashed}};
+    if (memory_measured) {
+      p.series.push_back({"naive, chapter 3 (measured)", Ts, mib(at_least_a_page(naive_extra))});
+      p.series.push_back({"tiled (measured)", all_T, mib(at_least_a_page(tiled_extra))});
+    } else {
+      p.title += " (measured memory: n/a on this system)";
+    }
     return plot::lines(path, p);
   });
 }

@@ -193,7 +193,7 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
   const double tiled_ms = measure::median_ms(run_tiled, 0.2);
   print_shape("output", {N, o.d_k});
   print_shape("lse", {N});
-  fmt::print("  tiled: {:.3f} ms, extra memory {}\n", tiled_ms, bytes_str(double(tiled_extra.value_or(0))));
+  fmt::print("  tiled: {:.3f} ms, extra memory {}\n", tiled_ms, measured_bytes_str(tiled_extra));
   if (!large.naive_fits) {
     say(naive_skipped(N));
     return;
@@ -202,7 +202,7 @@ void tiled_forward_demo(const Small& small, const Large& large, const Options& o
   auto run_naive = [&] { reference = attention(large.Q, large.K, large.V); };
   const auto naive_extra = measure::extra_bytes(run_naive, N * o.d_k * 4);
   const double naive_ms = measure::median_ms(run_naive, 0.2);
-  fmt::print("  naive: {:.3f} ms, extra memory {}\n", naive_ms, bytes_str(double(naive_extra.value_or(0))));
+  fmt::print("  naive: {:.3f} ms, extra memory {}\n", naive_ms, measured_bytes_str(naive_extra));
   const float diff = max_abs_diff(big.output, reference.output);
   fmt::print("  largest difference from chapter 3's attention: {} (float32 rounding of sums taken in "
              "another order)\n",
@@ -316,7 +316,7 @@ void backward_demo(const Small& small, const Large& large, const Options& o) {
   say(fmt::format("At seq_len {}: the backward takes {:.3f} ms, {:.1f} times the forward ({:.3f} ms): it computes "
                   "the scores again and four more products where the forward has one, 10 against 4 T^2 d_k "
                   "operations. Extra memory: {}.",
-                  N, backward_ms, backward_ms / forward_ms, forward_ms, bytes_str(double(extra.value_or(0)))));
+                  N, backward_ms, backward_ms / forward_ms, forward_ms, measured_bytes_str(extra)));
   // Identities that hold at any size: the columns of P sum over queries to
   // what dO sums to, and softmax ignores a shift of all scores, so the keys'
   // gradients sum to zero.
