@@ -97,11 +97,11 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
   Generator gen(seed + 2);
   Batch b;
   sample_batch(data.train, o.batch, c.seq_len, gen, b);
-  say(fmt::format("One forward and backward, with no update, on a batch of {} windows of {} + 1 characters at "
-                  "random offsets of train.txt "
+  say(fmt::format("One forward and backward, with no update, on a batch of {} of {} + 1 characters at {} of "
+                  "train.txt "
                   "(nanoGPT's get_batch: one torch.randint draw each). The targets are the inputs shifted by one: "
                   "every position learns its next character.",
-                  o.batch, c.seq_len));
+                  count_of(o.batch, "window"), c.seq_len, o.batch == 1 ? "a random offset" : "random offsets"));
   const auto t0 = Clock::now();
   model.forward(b.x, o.batch);
   const float loss = model.loss(b.y);
@@ -110,12 +110,14 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
   model.backward();
   const double backward_ms = 1e3 * seconds_since(t1);
   const int64_t B = o.batch, T = c.seq_len, d = c.d_model, H = c.n_heads;
-  fmt::print("  ids, targets      ({}, {})          offsets of the first two: {}, {}\n", B, T, b.offsets[0],
-             b.offsets.size() > 1 ? b.offsets[1] : b.offsets[0]);
+  // A batch of one window has one offset: printed once, not as 'the first two'.
+  fmt::print("  ids, targets      ({}, {})          {}\n", B, T,
+             b.offsets.size() > 1 ? fmt::format("offsets of the first two: {}, {}", b.offsets[0], b.offsets[1])
+                                  : fmt::format("offset: {}", b.offsets[0]));
   fmt::print("  x = tok[ids] + pos ({}, {}, {})\n", B, T, d);
   fmt::print("  each block:  qkv ({}, {}, {}); per sequence and head Q, K, V ({}, {}) -> tiled_attention -> "
-             "output ({}, {}) and lse ({}); {} calls\n",
-             B, T, 3 * d, T, c.d_k(), T, c.d_k(), T, B * H);
+             "output ({}, {}) and lse ({}); {}\n",
+             B, T, 3 * d, T, c.d_k(), T, c.d_k(), T, count_of(B * H, "call"));
   fmt::print("               fc1 ({}, {}, {}) -> GELU -> fc2 ({}, {}, {})\n", B, T, c.d_ff(), B, T, d);
   fmt::print("  logits = y tokᵀ   ({}, {}, {});  loss {:.4f}\n", B, T, c.vocab_size, loss);
   std::vector<std::span<float>> grads = tensor_spans(model.grads);

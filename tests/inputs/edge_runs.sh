@@ -235,5 +235,13 @@ else
   echo "skipped: chapter 8 without /proc/self/clear_refs (no mount namespace here)"
 fi
 
+# Chapter 9, step 9 with a batch of one window of one character, one head.
+run 09-gpt --iters 1 --batch 1 --seq-len 1 --d-model 1 --n-heads 1 --n-layers 1 --eval-iters 1 --gen-chars 1 \
+  --checkpoint "$scratch/checkpoints/09-tiny.safetensors" --no-plots
+holds "on a batch of 1 window of 1 + 1 characters at a random offset of train.txt"
+holds "offset: "
+lacks "offsets of the first two"
+holds "and lse (1); 1 call"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
