@@ -150,9 +150,12 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
       first == 0 ? fmt::format("{}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
       : first < schedule.warmup_iters
           ? fmt::format("the rest of {}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
-          : fmt::format("past its warm-up of {}, on the cosine from {:.3g} down to {:g}",
-                        count_of(schedule.warmup_iters, "iteration"), learning_rate(first, schedule),
-                        schedule.min_lr);
+          : fmt::format("{}, on the cosine from {:.3g} down to {:g}",
+                        // (a schedule of under 20 iterations has none: warmup_words)
+                        schedule.warmup_iters == 0
+                            ? std::string("with no warm-up")
+                            : fmt::format("past its warm-up of {}", count_of(schedule.warmup_iters, "iteration")),
+                        learning_rate(first, schedule), schedule.min_lr);
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "

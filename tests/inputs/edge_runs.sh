@@ -243,5 +243,14 @@ holds "offset: "
 lacks "offsets of the first two"
 holds "and lse (1); 1 call"
 
+# Chapter 9, step 10 resuming a run too short for a warm-up (under 20
+# iterations): it is on the cosine with no warm-up, not past one of 0.
+tiny9=(--batch 2 --seq-len 8 --d-model 8 --n-heads 2 --n-layers 1 --eval-iters 1 --gen-chars 1
+       --checkpoint "$scratch/checkpoints/09-resumed.safetensors" --no-plots)
+run 09-gpt --iters 3 "${tiny9[@]}"
+run 09-gpt --resume --iters 5 "${tiny9[@]:6}"
+holds "at the schedule's rate: with no warm-up, on the cosine from"
+lacks "warm-up of 0"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
