@@ -18,6 +18,8 @@
 #include "sa/figures.hpp"
 #include "sa/paths.hpp"
 
+#include <fmt/core.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -133,6 +135,15 @@ void schedule_demo(const LrSchedule& run, int64_t first, Figures& figures);
 // one (under 20 iterations, 5% of them rounds to none) "no warm-up (lr =
 // 0.001 from the first iteration)".
 std::string warmup_words(const LrSchedule& s);
+// A duration in the form the default run prints it, "4.9 s" or "25.1 ms",
+// except where that form would read 0.0 (a tiny model, one iteration):
+// then timing_str's finer one, "25.4 ms" or "0.005 ms".
+inline std::string seconds_str(double seconds) {
+  return seconds >= 0.1 ? fmt::format("{:.1f} s", seconds) : timing_str(seconds);
+}
+inline std::string milliseconds_str(double seconds) {
+  return seconds >= 1e-3 ? fmt::format("{:.1f} ms", 1e3 * seconds) : timing_str(seconds);
+}
 // Step 5: clip_grad_norm and adamw_step on two small tensors.
 void optimizer_demo();
 // Step 6: the training text's character frequencies as a fixed

@@ -125,8 +125,8 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
   for (const auto& g : grads)
     for (float x : g) sq += double(x) * x;
   fmt::print("  gradients: {} tensors, the table's shapes; global norm {:.4f}\n", grads.size(), std::sqrt(sq));
-  fmt::print("  forward and loss {:.1f} ms, backward {:.1f} ms (the first call: buffers are allocated)\n", forward_ms,
-             backward_ms);
+  fmt::print("  forward and loss {}, backward {} (the first call: buffers are allocated)\n",
+             milliseconds_str(forward_ms / 1e3), milliseconds_str(backward_ms / 1e3));
   say("The backward runs the forward's layers in reverse, as chapter 7's model does; each head's attention "
       "goes back through chapter 8's tiled_attention_backward, which rebuilds the weights from the forward's "
       "log-sum-exp instead of storing them. tok's gradient is the sum of its two uses: the rows the embedding "

@@ -227,9 +227,9 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   }
   const int64_t done = o.iters - first;
   const double tokens = double(done * o.batch * o.seq_len);
-  fmt::print("  {}: {:.1f} s of training steps, {:.1f} ms a step ({:.0f} characters a second); "
-             "{:.1f} s of validation\n",
-             iterations(done), step_seconds, 1e3 * step_seconds / double(done), tokens / step_seconds, eval_seconds);
+  fmt::print("  {}: {} of training steps, {} a step ({:.0f} characters a second); {} of validation\n",
+             iterations(done), seconds_str(step_seconds), milliseconds_str(step_seconds / double(done)),
+             tokens / step_seconds, seconds_str(eval_seconds));
   fmt::print("  validation loss {:.4f} {}, {:.4f} after (ln({}) = {:.4f})\n", val_losses.front(),
              first ? fmt::format("at iteration {}", first) : "before training", val_losses.back(), kVocabSize,
              std::log(double(kVocabSize)));
