@@ -255,5 +255,12 @@ run 09-gpt --resume --iters 5 "${tiny9[@]:6}"
 holds "at the schedule's rate: with no warm-up, on the cosine from"
 lacks "warm-up of 0"
 
+# Chapter 8's benchmark: the first size's memory is the call's own, not also
+# the pages a function's first call touches (they added about 0.3 MiB to the
+# naive path's 0.5 MiB of scores and weights at T = 256).
+run 08-efficient-attention-bench --min-seq-len 256 --max-seq-len 256 --budget 0 --csv
+awk -F, '$2 == "naive" && $4 > 640 * 1024 { bad = 1 } END { exit !bad }' "$out" &&
+  fail "the naive path's extra memory at T = 256 is over 640 KiB: $(grep naive "$out")"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
