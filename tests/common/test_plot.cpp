@@ -316,6 +316,29 @@ TEST_CASE("plot: flow diagrams and surfaces shorten long token labels", "[common
   CHECK(script.find("'xxxxxxx…xxxxxxxx' 1") != std::string::npos);
 }
 
+// A linear axis over a range far narrower than its values (chapter 9's loss
+// after one iteration, 4.14314 to 4.14318) needs more than gnuplot's 6
+// significant digits, or several tics read the same label; a usual range
+// keeps gnuplot's labels.
+TEST_CASE("plot: a narrow linear y range gets tic labels with enough digits to differ", "[common][plot]") {
+  if (!plot::available()) return;  // no gnuplot, no script
+  const auto line_script = [](const std::string& name, std::vector<double> y) {
+    plot::LinePlot p;
+    p.series = {{"loss", {0, 1}, std::move(y)}};
+    const std::string path = (scratch_dir() / name).string();
+    ::setenv("SA_PLOT_KEEP_SCRIPT", "1", 1);
+    const std::string written = plot::lines(path, p);
+    ::unsetenv("SA_PLOT_KEEP_SCRIPT");
+    REQUIRE(written == path);
+    std::ifstream in(path + ".gp");
+    const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fs::remove(path + ".gp");
+    return script;
+  };
+  CHECK(line_script("narrow_y.png", {4.143135, 4.143178}).find("set format y '%.7g'") != std::string::npos);
+  CHECK(line_script("usual_y.png", {1.4, 4.2}).find("set format y") == std::string::npos);
+}
+
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {
   const std::string path = (scratch_dir() / "refused.png").string();
   plot::Heatmap empty;
