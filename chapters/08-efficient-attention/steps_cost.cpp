@@ -239,15 +239,21 @@ void compare_layers(const Options& o) {
         r >= n ? "1" : r == 1 ? "never" : std::to_string(ceil_div(n - 1, r - 1)));
   }
   const double ratio = double(o.seq_len) / double(d);  // n² d against n d²
+  // Below n = d the n^2 is not yet a price: said as what is to come.
+  const std::string price =
+      ratio < 1    ? fmt::format("at n = {} it still does only {:.2f} of the recurrent layer's work; from n = {} on "
+                                 "it does more",
+                                 o.seq_len, ratio, d)
+      : ratio == 1 ? fmt::format("at n = {} it does as much work as the recurrent layer, and more beyond", o.seq_len)
+                   : fmt::format("at n = {} it does {} times the recurrent layer's work", o.seq_len,
+                                 ratio < 10 ? fmt::format("{:.1f}", ratio) : fmt::format("{:.0f}", ratio));
   say(fmt::format("Self-attention does fewer operations than the recurrent layer while n < d ({}), and at "
                   "any n no step waits for another and every pair of tokens is one step apart. Its price is the "
-                  "n^2: at n = {} it does {} the recurrent layer's work. Steps 3 to 5 removed its n^2 memory but "
+                  "n^2: {}. Steps 3 to 5 removed its n^2 memory but "
                   "not its work; the cache (step 6) and local and linear attention (step 7) cut the work itself. "
                   "(Longest path: the fewest steps or layers from the first token to the last; for contiguous "
                   "convolutions and local attention, (n - 1) / (reach per layer) rounded up.)",
-                  d > 1 ? fmt::format("here n < {}", d) : "with d = 1, at no n",
-                  o.seq_len,
-                  ratio > 1 ? fmt::format("{:.0f} times", ratio) : fmt::format("{:.2f} of", ratio)));
+                  d > 1 ? fmt::format("here n < {}", d) : "with d = 1, at no n", price));
 }
 
 }  // namespace sa::ch8

@@ -262,5 +262,12 @@ run 08-efficient-attention-bench --min-seq-len 256 --max-seq-len 256 --budget 0 
 awk -F, '$2 == "naive" && $4 > 640 * 1024 { bad = 1 } END { exit !bad }' "$out" &&
   fail "the naive path's extra memory at T = 256 is over 640 KiB: $(grep naive "$out")"
 
+# Chapter 8, step 8 at an n where self-attention's n^2 d is 1.4 times the
+# recurrent layer's n d^2 (not '1 times'), and below n = d, where it is less.
+run 08-efficient-attention --seq-len 90 --gen-tokens 8 --reversal-epochs 1 --no-plots
+holds "at n = 90 it does 1.4 times the recurrent layer's work"
+run 08-efficient-attention --seq-len 17 --gen-tokens 8 --reversal-epochs 1 --no-plots
+holds "at n = 17 it still does only 0.27 of the recurrent layer's work; from n = 64 on it does more"
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]
