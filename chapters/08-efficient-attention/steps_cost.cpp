@@ -67,10 +67,12 @@ std::string fresh_pages_sentence(double naive_ms, double tiled_ms, double naive_
   const double of_gap = gap_ms > 0 ? pages_ms / gap_ms : 1.0;
   if (page_us > 1.0)
     s += " That page cost is high (0.1 to 0.3 us is usual; some virtual machines are far slower).";
-  if (of_gap > 0.5)
+  if (of_gap >= 0.995)  // (printed as 100%: the pages alone account for the whole gap)
+    s += " So here the whole gap is memory handling; the scores still have to be written and read back.";
+  else if (of_gap > 0.5)
     s += fmt::format(" So here most of the gap ({:.0f}% of it) is memory handling; the scores still have to be "
                      "written and read back.",
-                     100.0 * std::min(of_gap, 1.0));
+                     100.0 * of_gap);
   else
     s += fmt::format(" It explains {:.0f}% of the gap; the rest is arithmetic done worse: chapter 3's products "
                      "and softmax over a matrix too large for the cache, against tiles that stay in it.",

@@ -72,7 +72,7 @@ TEST_CASE("cache_gain: a gain said as a factor, and no gain or a loss said with 
   CHECK(cache_gain(0.96).starts_with("the cache gains nothing here (1.0x)"));
   CHECK(cache_gain(0.6) ==
         "the cache costs more than it saves here (0.6x): setting it up and filling it with the context (at the "
-        "prompt and at each restart) costs more than the few characters after it save");
+        "prompt, and again whenever the context restarts) costs more than the few characters after it save");
 }
 
 TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {
