@@ -296,8 +296,9 @@ void print_step(const Times& step, const StepCount& count, const GptConfig& cfg,
     return 1e3 * seconds < 1 ? fmt::format("{:.3g}", 1e3 * seconds) : fmt::format("{:.2f}", 1e3 * seconds);
   };
   fmt::print("  one training step (batch {} x {}: forward, loss, backward, clip, AdamW): median {} ms "
-             "wall, {} ms CPU, over {} steps after {} warm-up\n",
-             o.model.batch, count_of(cfg.seq_len, "character"), ms(step.wall), ms(step.cpu), o.steps, o.warmup);
+             "wall, {} ms CPU, over {} steps {}\n",
+             o.model.batch, count_of(cfg.seq_len, "character"), ms(step.wall), ms(step.cpu), o.steps,
+             o.warmup == 0 ? std::string("with no warm-up") : "after " + count_of(o.warmup, "warm-up step"));
   fmt::print("  counted: {:.4g} GFLOP a step = linear layers and tied output layer, 6 x {} weights x {} "
              "({:.4g}) + attention scores and weighted sums, forward and backward, 12 x layers x batch x seq_len² x "
              "d_model ({:.4g})\n",

@@ -146,16 +146,21 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   constexpr double kClip = 1.0;
   // The schedule as this run's iterations meet it: a resumed run may start
   // inside the warm-up, or past it, on the cosine.
+  // (Resumed at the cosine's last iterations, the rate already prints as
+  // min_lr: "from 0.0001 down to 0.0001" would describe no descent.)
+  const std::string from = fmt::format("{:.3g}", learning_rate(first, schedule)),
+                    to = fmt::format("{:g}", schedule.min_lr);
   const std::string rate =
-      first == 0 ? fmt::format("{}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
+      first == 0 ? fmt::format("{}, then the cosine down to {}", warmup_words(schedule), to)
       : first < schedule.warmup_iters
-          ? fmt::format("the rest of {}, then the cosine down to {:g}", warmup_words(schedule), schedule.min_lr)
-          : fmt::format("{}, on the cosine from {:.3g} down to {:g}",
+          ? fmt::format("the rest of {}, then the cosine down to {}", warmup_words(schedule), to)
+          : fmt::format("{}, {}",
                         // (a schedule of under 20 iterations has none: warmup_words)
                         schedule.warmup_iters == 0
                             ? std::string("with no warm-up")
                             : fmt::format("past its warm-up of {}", count_of(schedule.warmup_iters, "iteration")),
-                        learning_rate(first, schedule), schedule.min_lr);
+                        from == to ? fmt::format("at the end of the cosine, at {}", to)
+                                   : fmt::format("on the cosine from {} down to {}", from, to));
   say(fmt::format("{}, each on a batch of {} x {} characters drawn from the generator that drew the "
                   "weights (as PyTorch's global generator in the twin): forward, loss, backward, gradients clipped "
                   "to a norm of {}, AdamW (betas 0.9 and 0.99, decay {} on the matrices) at the schedule's rate: "

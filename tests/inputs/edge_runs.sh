@@ -254,6 +254,18 @@ run 09-gpt --iters 3 "${tiny9[@]}"
 run 09-gpt --resume --iters 5 "${tiny9[@]:6}"
 holds "at the schedule's rate: with no warm-up, on the cosine from"
 lacks "warm-up of 0"
+# Resumed for the last iteration of the cosine, where the rate already
+# prints as min_lr: at its end, not "from 0.0001 down to 0.0001".
+tiny9_end=(--batch 2 --seq-len 8 --d-model 8 --n-heads 2 --n-layers 1 --eval-iters 1 --gen-chars 1
+           --checkpoint "$scratch/checkpoints/09-ended.safetensors" --no-plots)
+run 09-gpt --iters 400 "${tiny9_end[@]}"
+run 09-gpt --resume --iters 401 "${tiny9_end[@]:6}"
+holds "at the end of the cosine, at 0.0001"
+lacks "from 0.0001 down to 0.0001"
+
+# Chapter 9's benchmark without warm-up steps says so, not "after 0 warm-up".
+run 09-gpt-bench --steps 3 --warmup 0 --gen-chars 1 --d-model 8 --n-heads 2 --n-layers 1 --batch 2 --seq-len 8
+holds "over 3 steps with no warm-up"
 
 # Chapter 8's benchmark: the first size's memory is the call's own, not also
 # the pages a function's first call touches (they added about 0.3 MiB to the
