@@ -246,20 +246,22 @@ holds "and lse (1); 1 call"
 lacks "0.0 ms"
 lacks "0.0 s of"
 
-# Chapter 9, step 10 resuming a run too short for a warm-up (under 20
-# iterations): it is on the cosine with no warm-up, not past one of 0.
-tiny9=(--batch 2 --seq-len 8 --d-model 8 --n-heads 2 --n-layers 1 --eval-iters 1 --gen-chars 1
-       --checkpoint "$scratch/checkpoints/09-resumed.safetensors" --no-plots)
-run 09-gpt --iters 3 "${tiny9[@]}"
-run 09-gpt --resume --iters 5 "${tiny9[@]:6}"
+# Chapter 9, step 10 of a resumed run: a tiny model trained ITERS
+# iterations, then resumed to MORE (`trained_then_resumed NAME ITERS MORE`).
+trained_then_resumed() {
+  local tiny=(--n-heads 2 --n-layers 1 --eval-iters 1 --gen-chars 1 --checkpoint "$scratch/checkpoints/09-$1.safetensors"
+              --no-plots)
+  run 09-gpt --iters "$2" --batch 2 --seq-len 8 --d-model 8 "${tiny[@]}"
+  run 09-gpt --resume --iters "$3" "${tiny[@]}"
+}
+# A run too short for a warm-up (under 20 iterations): it is on the cosine
+# with no warm-up, not past one of 0.
+trained_then_resumed short 3 5
 holds "at the schedule's rate: with no warm-up, on the cosine from"
 lacks "warm-up of 0"
 # Resumed for the last iteration of the cosine, where the rate already
 # prints as min_lr: at its end, not "from 0.0001 down to 0.0001".
-tiny9_end=(--batch 2 --seq-len 8 --d-model 8 --n-heads 2 --n-layers 1 --eval-iters 1 --gen-chars 1
-           --checkpoint "$scratch/checkpoints/09-ended.safetensors" --no-plots)
-run 09-gpt --iters 400 "${tiny9_end[@]}"
-run 09-gpt --resume --iters 401 "${tiny9_end[@]:6}"
+trained_then_resumed ended 400 401
 holds "at the end of the cosine, at 0.0001"
 lacks "from 0.0001 down to 0.0001"
 
