@@ -69,7 +69,8 @@ std::vector<NormRow> vanishing_gradient(uint64_t seed, const Options& o) {
                   "each row, the Frobenius norm ||J||_F of softmax's Jacobian, without and with the division "
                   "by sqrt(d_k). For reference: a uniform row has ||J||_F = sqrt(n-1)/n = {:.4f}, a one-hot row "
                   "has 0.",
-                  count_of(o.samples, "row"), o.samples == 1 ? "" : "each ", kKeys, kKeys, seed, std::sqrt(double(kKeys - 1)) / double(kKeys)));
+                  count_of(o.samples, "row"), o.samples == 1 ? "" : "each ", kKeys, kKeys, seed,
+                  std::sqrt(double(kKeys - 1)) / double(kKeys)));
   std::vector<NormRow> norms;
   {
     Generator exp_gen(seed);

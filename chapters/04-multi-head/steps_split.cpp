@@ -85,8 +85,9 @@ Heads split_into_heads(const Input& in, const QKV& qkv) {
   say(fmt::format("That is PyTorch's split: the view cuts each row of {} into {} of {}, the "
                   "transpose swaps the seq and head dimensions. Neither moves a number; only the strides change. "
                   "Element [b, h, s, d] lives at offset b*{} + h*{} + s*{} + d of Q's storage.",
-                  count_of(d_model, "number"), n_heads == 1 ? std::string("one piece") : fmt::format("{} pieces", n_heads), d_k,
-                  seq_len * d_model, d_k, d_model));
+                  count_of(d_model, "number"),
+                  n_heads == 1 ? std::string("one piece") : fmt::format("{} pieces", n_heads), d_k, seq_len * d_model,
+                  d_k, d_model));
   // Head h1 of Q as an Eigen view: a rectangle of Q, no copy.
   const auto head_view = Q.block(0, c0, seq_len, d_k);
   const float* q_elem = &Q(r2, c0);

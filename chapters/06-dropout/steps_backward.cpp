@@ -59,7 +59,8 @@ void backward_pass(const Example& ex, const Options& o, const Draw& draw, Genera
     std::vector<std::string> counts;
     if (kept < weights.size())
       counts.push_back(fmt::format("exactly 0 where dropped: {}/{}", zero_where_dropped, weights.size() - kept));
-    if (kept > 0) counts.push_back(fmt::format("exactly {} x incoming where kept: {}/{}", scale, scaled_where_kept, kept));
+    if (kept > 0)
+      counts.push_back(fmt::format("exactly {} x incoming where kept: {}/{}", scale, scaled_where_kept, kept));
     fmt::print("  {}\n", fmt::join(counts, ";  "));
   }
   // Finite differences: L(w) = sum(G * (dropout(w) V)), the same mask replayed

@@ -159,7 +159,8 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
                   b, kNaiveMaxSeqLen, std::pow(2.0, b), fitted_exponent(tiled_fit_T, tiled_fit_ms), measured_memory,
                   bytes_str(8192.0 * 8192 * 4), bytes_str(65536.0 * 65536 * 4), o.block, o.block));
   // (No sentence when the memory could not be measured.)
-  if (memory_measured && naive_extra.back() > 0) say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
+  if (memory_measured && naive_extra.back() > 0)
+    say(fresh_pages_sentence(naive_ms.back(), tiled_ms[naive_ms.size() - 1], naive_extra.back()));
 
   std::vector<double> all_T;
   for (int64_t T = 64; T <= 8192; T *= 2) all_T.push_back(double(T));

@@ -286,7 +286,8 @@ inline std::string cache_gain(double r) {
   if (r > 0.95)
     return fmt::format("the cache gains nothing here ({:.1f}x): the forwards that fill it are most of the work", r);
   return fmt::format("the cache costs more than it saves here ({:.1f}x): setting it up and filling it with the "
-                     "context (at the prompt, and again whenever the context restarts) costs more than the few characters after it save",
+                     "context (at the prompt, and again whenever the context restarts) costs more than the few "
+                     "characters after it save",
                      r);
 }
 

@@ -262,7 +262,8 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
   say(fmt::format("The trained model writes: after the prompt {}, {}, each drawn with step 6's "
                   "sampling (temperature {}, top-k {}) from the logits after its context, the draws from "
                   "Generator({}) as nanoGPT's sample.py seeds torch. The model knows {}: {}",
-                  quoted_prompt(o.prompt, prompt.size()), count_of(o.gen_chars, "character"), o.temperature, o.top_k, seed,
+                  quoted_prompt(o.prompt, prompt.size()), count_of(o.gen_chars, "character"), o.temperature, o.top_k,
+                  seed,
                   count_of(T, "position"),
                   T > 1 ? "when the context is full, its older half is dropped and the rest read again from position 0."
                         : "each character is drawn from the one before it alone.")
