@@ -279,12 +279,7 @@ std::string quoted_prompt(const std::string& prompt, size_t characters) {
 
 std::string text_after_prompt(const std::string& text, size_t prompt_characters) {
   if (prompt_characters <= kKeptPrompt) return text;
-  // Past the first prompt_characters - kKeptPrompt characters: a character
-  // starts at every byte that is not a UTF-8 continuation byte (10xxxxxx).
-  size_t skipped = 0, i = 0;
-  for (; i < text.size(); ++i)
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && skipped++ == prompt_characters - kKeptPrompt) break;
-  return "..." + text.substr(i);
+  return "..." + text.substr(utf8_offset(text, prompt_characters - kKeptPrompt));
 }
 
 }  // namespace sa::ch9

@@ -29,6 +29,23 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   return len;
 }
 
+namespace {
+bool continues(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+}  // namespace
+
+size_t utf8_length(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += !continues(c);
+  return n;
+}
+
+size_t utf8_offset(std::string_view s, size_t k) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!continues(s[i]) && seen++ == k) return i;
+  return s.size();
+}
+
 bool control_at(std::string_view s, size_t i) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   return c < 0x20 || c == 0x7F ||

@@ -99,10 +99,7 @@ std::vector<std::string> tokenize(std::string_view text) {
   std::istringstream in(lower_case(text));
   std::vector<std::string> tokens;
   for (std::string w; in >> w;) {
-    // (characters: the bytes that do not continue a UTF-8 sequence)
-    const auto chars = std::size_t(std::count_if(w.begin(), w.end(), [](char c) {
-      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    }));
+    const std::size_t chars = utf8_length(w);
     if (chars > kMaxWordChars)
       throw UsageError(fmt::format("the word '{}' has {} characters; at most {} (words label the rows and columns of "
                                    "every matrix and figure)",

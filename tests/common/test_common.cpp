@@ -6,6 +6,7 @@
 #include "sa/nn.hpp"
 #include "sa/paths.hpp"
 #include "sa/print.hpp"
+#include "sa/printable.hpp"
 #include "sa/tensor.hpp"
 #include "sa/text.hpp"
 
@@ -577,4 +578,16 @@ TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_
   CHECK(measure::openblas_kernels("Haswell", "SkylakeX") ==
         ", its Haswell kernels (this environment sets OPENBLAS_CORETYPE=SkylakeX; OpenBLAS ran its Haswell "
         "kernels instead)");
+}
+
+TEST_CASE("utf8_length and utf8_offset count characters, not bytes", "[common][print]") {
+  CHECK(utf8_length("") == 0);
+  CHECK(utf8_length("cat") == 3);
+  CHECK(utf8_length("café") == 4);          // é is two bytes
+  CHECK(utf8_length("a…b") == 3);           // … is three
+  CHECK(utf8_offset("café!", 3) == 3);      // é starts at byte 3
+  CHECK(utf8_offset("café!", 4) == 5);      // ! after é's two bytes
+  CHECK(utf8_offset("café!", 5) == 6);      // past the end: the size
+  CHECK(utf8_offset("café!", 99) == 6);
+  CHECK(utf8_offset("a…b", 2) == 4);
 }

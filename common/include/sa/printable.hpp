@@ -15,6 +15,13 @@ namespace sa {
 // cut short, an overlong form, a surrogate, or a code point above U+10FFFF.
 std::size_t utf8_sequence(std::string_view s, std::size_t i);
 
+// Characters of a UTF-8 string: its bytes that do not continue a sequence
+// (10xxxxxx). What a word's or a label's length is counted in.
+std::size_t utf8_length(std::string_view s);
+// The byte offset of character k of s (counted as utf8_length counts), or
+// s.size() when s has k characters or fewer.
+std::size_t utf8_offset(std::string_view s, std::size_t k);
+
 // A control character at s[i]: C0 (below 0x20), DEL, or C1 (U+0080 to
 // U+009F, in UTF-8 0xC2 0x80 to 0xC2 0x9F).
 bool control_at(std::string_view s, std::size_t i);

@@ -5,6 +5,8 @@
 
 #include "detail.hpp"
 
+#include "sa/printable.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,11 +23,7 @@ namespace sa::plot::detail {
 // the Sans font (DejaVu Sans) used here. They err on the generous side.
 
 // Number of characters a UTF-8 string shows (for layout estimates).
-std::size_t text_width(std::string_view s) {
-  std::size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
+std::size_t text_width(std::string_view s) { return utf8_length(s); }
 
 std::size_t longest(const std::vector<std::string>& labels) {
   std::size_t n = 0;
@@ -36,17 +34,10 @@ std::size_t longest(const std::vector<std::string>& labels) {
 std::string shorten(std::string_view label, std::size_t max_chars) {
   const std::size_t n = text_width(label);
   if (n <= max_chars || max_chars < 3) return std::string(label);
-  // Byte offset of character k (characters are counted as text_width does).
-  auto offset = [&](std::size_t k) {
-    std::size_t i = 0;
-    for (std::size_t seen = 0; i < label.size(); ++i) {
-      if ((static_cast<unsigned char>(label[i]) & 0xC0) != 0x80 && seen++ == k) break;
-    }
-    return i;
-  };
   // The end keeps the larger half: there sits the index of "word (12)".
   const std::size_t head = (max_chars - 1) / 2, tail = max_chars - 1 - head;
-  return std::string(label.substr(0, offset(head))) + "…" + std::string(label.substr(offset(n - tail)));
+  return std::string(label.substr(0, utf8_offset(label, head))) + "…" +
+         std::string(label.substr(utf8_offset(label, n - tail)));
 }
 
 // Width in pixels of `chars` characters of text at `pt` points. Running
