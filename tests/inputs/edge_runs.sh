@@ -271,10 +271,17 @@ holds "over 3 steps with no warm-up"
 
 # Chapter 8's benchmark: the first size's memory is the call's own, not also
 # the pages a function's first call touches (they added about 0.3 MiB to the
-# naive path's 0.5 MiB of scores and weights at T = 256).
+# naive path's 0.5 MiB of scores and weights at T = 256, 1.6 times). Measured
+# first, T = 256 must come within a quarter of T = 256 measured after T =
+# 128: the call's own memory differs by the vector width (0.5 MiB with
+# AVX-512, 0.75 with SSE2), the ratio does not.
+naive_bytes_at_256() { awk -F, '$1 == 256 && $2 == "naive" { print $4 }' "$out"; }
 run 08-efficient-attention-bench --min-seq-len 256 --max-seq-len 256 --budget 0 --csv
-awk -F, '$2 == "naive" && $4 > 640 * 1024 { bad = 1 } END { exit !bad }' "$out" &&
-  fail "the naive path's extra memory at T = 256 is over 640 KiB: $(grep naive "$out")"
+first=$(naive_bytes_at_256)
+run 08-efficient-attention-bench --min-seq-len 128 --max-seq-len 256 --budget 0 --csv
+second=$(naive_bytes_at_256)
+awk -v a="$first" -v b="$second" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.25 * b) }' ||
+  fail "the naive path's extra memory at T = 256 is $first bytes measured first, $second measured after T = 128"
 
 # Chapter 8, step 8 at an n where self-attention's n^2 d is 1.4 times the
 # recurrent layer's n d^2 (not '1 times'), and below n = d, where it is less.
