@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -125,4 +126,28 @@ TEST_CASE("a run's scratch folder is in the build folder, and the next run remov
   CHECK(fs::exists(other));
   CHECK(scratch_folder(dir, "build") != made);  // one folder a run
   fs::remove_all(dir);
+}
+
+TEST_CASE("a logged build runs in English whatever the reader's locale, so that its errors are found", "[checker]") {
+  namespace fs = std::filesystem;
+  const fs::path log = fs::temp_directory_path() / ("sa_build_locale_" + std::to_string(::getpid()) + ".log");
+  fs::remove(log);
+  // A German reader with gcc's translations: gcc would write "Fehler:".
+  const auto kept = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  };
+  const std::optional<std::string> lc_all = kept("LC_ALL"), language = kept("LANGUAGE");
+  ::setenv("LC_ALL", "de_DE.UTF-8", 1);
+  ::setenv("LANGUAGE", "de", 1);
+  const pid_t pid = start_logged({"sh", "-c", "echo \"LC_ALL=$LC_ALL LANGUAGE=${LANGUAGE-unset}\""}, log);
+  const bool ok = succeeded(pid);
+  for (const auto& [name, value] : {std::pair{"LC_ALL", lc_all}, std::pair{"LANGUAGE", language}})
+    value ? ::setenv(name, value->c_str(), 1) : ::unsetenv(name);
+  CHECK(ok);
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "LC_ALL=C.UTF-8 LANGUAGE=unset");
+  fs::remove(log);
 }

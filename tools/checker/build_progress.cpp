@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -51,6 +52,14 @@ pid_t start_logged(const std::vector<std::string>& words, const fs::path& log) {
       dup2(out, STDOUT_FILENO);
       dup2(out, STDERR_FILENO);
     }
+    // The log is read for "error:", "warning:", "undefined reference" and
+    // make's "Error 1": the words of an English compiler. A reader whose
+    // locale is German and who has gcc's translations (gcc-12-locales) gets
+    // "Fehler:" instead, and check would show the compiler's command line
+    // for the error. C.UTF-8 keeps the messages English and the quotes
+    // UTF-8; LANGUAGE, which gettext reads before the locale, goes too.
+    setenv("LC_ALL", "C.UTF-8", 1);
+    unsetenv("LANGUAGE");
     execvp(argv[0], argv.data());
     _exit(127);
   }

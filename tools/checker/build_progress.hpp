@@ -14,8 +14,9 @@
 
 namespace sa::check {
 
-// Runs the command with its output (stdout and stderr) appended to `log`;
-// returns its pid.
+// Runs the command with its output (stdout and stderr) appended to `log`,
+// in the C.UTF-8 locale (English messages, whatever the reader's); returns
+// its pid.
 pid_t start_logged(const std::vector<std::string>& words, const std::filesystem::path& log);
 
 // Waits for the process; whether it ended with status 0.
