@@ -18,6 +18,7 @@
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
 #include "07-training/rope.hpp"
+#include "support/scratch.hpp"
 #include "model_gradcheck.hpp"
 
 #include "01-qkv-projection/qkv.hpp"
@@ -313,7 +314,7 @@ TEST_CASE("models without a position table: no 'pos' tensor, Adam trains them, c
     ckpt.config = cfg;
     for (int64_t id = 0; id < cfg.vocab; ++id) ckpt.tokens.push_back(fmt::format("t{}", id));
     ckpt.params = model.params;
-    const std::string path = (std::filesystem::temp_directory_path() / "sa-test-rope.safetensors").string();
+    const std::string path = (sa::test::scratch_dir("sa-test-rope") / "rope.safetensors").string();
     try {
       save_checkpoint(path, ckpt);
       FAIL("a model without a learned position table was saved");

@@ -17,6 +17,7 @@
 #include "07-training/corpus.hpp"
 #include "07-training/model.hpp"
 #include "07-training/reversal.hpp"
+#include "support/scratch.hpp"
 
 #include "sa/cli.hpp"
 #include "sa/paths.hpp"
@@ -94,9 +95,7 @@ Trained trained_model() {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "sa_test_ch07";
-  fs::create_directories(dir);
-  return dir / name;
+  return sa::test::scratch_dir("sa_test_ch07") / name;
 }
 
 std::vector<uint8_t> read_bytes(const fs::path& p) {

@@ -4,6 +4,7 @@
 // warning, and a warning about a book header), kept between checks, and
 // shown under a chapter whose tests did not all pass.
 #include "checker_fixtures.hpp"
+#include "../support/scratch.hpp"
 
 #include "compiler_warnings.hpp"
 #include "report.hpp"
@@ -27,8 +28,7 @@ TEST_CASE("a build log's warnings about the reader's files, and the files it com
 
 TEST_CASE("warnings are kept for the checks that do not compile the file again, and only for its text",
           "[checker]") {
-  const fs::path root = fs::temp_directory_path() / "sa_warnings_test";
-  fs::remove_all(root);
+  const fs::path root = sa::test::scratch_dir("sa_warnings_test");
   fs::create_directories(root / "exercises" / "02-scaling");
   const auto write = [&](const std::string& text) { std::ofstream(root / "exercises/02-scaling/scaling.cpp") << text; };
   write("float scale = 1;\n");

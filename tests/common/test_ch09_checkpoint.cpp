@@ -7,6 +7,7 @@
 #include "09-gpt/data.hpp"
 
 #include "07-training/checkpoint.hpp"
+#include "support/scratch.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -214,7 +215,7 @@ TEST_CASE("chapter 9 checkpoint: K iterations, a save, a load and K more end bit
   // The same run stopped after K, saved to a file and read back...
   Generator gen_b(77);
   std::vector<uint32_t> resumed_bits;
-  const std::string path = (std::filesystem::temp_directory_path() / "sa-test-ch09-resume.safetensors").string();
+  const std::string path = (sa::test::scratch_dir("sa-test-ch09") / "resume.safetensors").string();
   {
     Gpt b(kTiny, gen_b);
     GptAdamW opt_b(b.params, b.grads, adamw_config());
@@ -388,7 +389,7 @@ TEST_CASE("chapter 9 checkpoint: a chapter 7 checkpoint, a folder and a missing 
         "checkpoint 'test.safetensors': is chapter 7's checkpoint (sa07-checkpoint), not a chapter 9 GPT: chapter 9 "
         "saves build/checkpoints/09-gpt.safetensors");
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "sa-test-ch09-folder.safetensors";
+  const std::filesystem::path dir = sa::test::scratch_dir("sa-test-ch09") / "folder.safetensors";
   std::filesystem::create_directories(dir);
   CHECK_THROWS_WITH(load_gpt_checkpoint(dir.string()), Catch::Contains("is a folder, not a file"));
   std::filesystem::remove(dir);

@@ -5,6 +5,7 @@
 #include "sa/measure.hpp"
 #include "sa/nn.hpp"
 #include "sa/paths.hpp"
+#include "support/scratch.hpp"
 #include "sa/print.hpp"
 #include "sa/printable.hpp"
 #include "sa/tensor.hpp"
@@ -435,8 +436,7 @@ TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {
 // last guard goes. Each case in a child process of its own.
 TEST_CASE("RemovedOnSignal: a signal that ends the program removes the file first", "[common]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "sa_test_signal";
-  fs::create_directories(dir);
+  const fs::path dir = sa::test::scratch_dir("sa_test_signal");
   const fs::path file = dir / fmt::format(".x.tmp-{}", ::getpid());
   const auto run = [&](int signal, bool ignored) {
     std::ofstream(file) << "partial";
@@ -550,7 +550,7 @@ TEST_CASE("NotImplemented names the function and the file to edit", "[common][ex
 TEST_CASE("shown_path: a path as the reader types it from the folder the program runs in", "[common][paths]") {
   namespace fs = std::filesystem;
   const fs::path was = fs::current_path();
-  const fs::path root = fs::temp_directory_path() / "sa_shown_path_test";
+  const fs::path root = sa::test::scratch_dir("sa_shown_path_test");
   fs::create_directories(root / "build" / "plots");
   const std::string figure = (root / "build" / "plots" / "a.png").string();
   fs::current_path(root);  // as ./book runs from the repository's root

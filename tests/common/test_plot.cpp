@@ -2,6 +2,7 @@
 // bad input is refused before gnuplot is started. Whether a figure *looks*
 // right is judged by opening it; this checks that it exists and is whole.
 #include "sa/plot.hpp"
+#include "support/scratch.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -28,11 +29,7 @@ namespace {
 
 const std::vector<std::string> kTokens = {"the", "cat", "sat", "on", "the", "mat"};
 
-fs::path scratch_dir() {
-  const fs::path dir = fs::temp_directory_path() / "sa_test_plot";
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch_dir() { return sa::test::scratch_dir("sa_test_plot"); }
 
 // A PNG starts with its 8-byte signature and ends with the IEND chunk: a file
 // gnuplot had not finished writing fails the second check.
