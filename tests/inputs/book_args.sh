@@ -70,5 +70,26 @@ if [ "$status" -ne 2 ] || [[ "$err" != "book: run it with bash: ./book run (or b
   echo "FAIL: sh book run 1 (status $status): $err"
 fi
 
+# The compilers ./book runs at once: one a core, no more than one a GiB of
+# available memory. A /proc/meminfo of 1.5 GiB available, mounted over the
+# real one in a mount namespace (root; skipped where there is none), and a
+# cmake on PATH that says how it was called: ./book build runs 1 at once.
+if unshare -m sh -c 'mount --bind /dev/null /proc/meminfo' 2>/dev/null; then
+  ran=$((ran + 1))
+  mkdir -p "$fake/bin" "$fake/build"
+  printf '#!/bin/sh\necho "cmake $*"\n' >"$fake/bin/cmake"
+  chmod +x "$fake/bin/cmake"
+  printf 'MemTotal:       33554432 kB\nMemAvailable:    1572864 kB\n' >"$fake/meminfo"
+  called=$(cd "$fake" && PATH="$fake/bin:$PATH" timeout 20 unshare -m sh -c \
+    'mount --bind "$1" /proc/meminfo && exec ./book build' sh "$fake/meminfo" 2>&1)
+  if ! grep -qF -- "cmake --build $fake/build -j 1" <<<"$called"; then
+    failed=$((failed + 1))
+    echo "FAIL: ./book build with 1.5 GiB available ran more than one compiler at once:"
+    echo "  $called"
+  fi
+else
+  echo "skipped: ./book's compilers on little memory (no mount namespace here)"
+fi
+
 echo "$ran bad ./book command lines, $failed not refused as they should be"
 [ "$failed" -eq 0 ]

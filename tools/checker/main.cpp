@@ -119,7 +119,9 @@ int check_once(const CheckOptions& o) {
   // (the cases' output and reports, the build log)
   const fs::path scratch = scratch_folder(kBuild, "check");
   if (scratch.empty()) refuse("check: cannot make a scratch folder in " + (kBuild / ".scratch").string());
-  const int jobs = processors();
+  // (./book says how many compilers the memory holds: BOOK_JOBS)
+  const char* book_jobs = std::getenv("BOOK_JOBS");
+  const int jobs = book_jobs && std::atoi(book_jobs) > 0 ? std::atoi(book_jobs) : processors();
   std::map<std::string, std::string> broken =
       build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
                    isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
