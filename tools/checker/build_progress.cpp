@@ -138,7 +138,11 @@ fs::path scratch_folder(const fs::path& build_dir, const std::string& prefix) {
   std::error_code ec;
   const fs::path home = build_dir / ".scratch";
   fs::create_directories(home, ec);
-  const fs::path parent = ec ? fs::temp_directory_path() : home;
+  // (a build folder that cannot hold one: the system's temporary folder, if
+  // there is one)
+  std::error_code no_tmp;
+  const fs::path parent = ec ? fs::temp_directory_path(no_tmp) : home;
+  if (no_tmp) return {};
   if (!ec)
     for (const auto& entry : fs::directory_iterator(home, ec)) {
       const pid_t owner = scratch_owner(entry.path().filename().string());

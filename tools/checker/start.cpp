@@ -126,12 +126,12 @@ int run_program(const fs::path& program, const std::vector<std::string>& options
 int start_chapters(const fs::path& source_dir, const fs::path& build_dir, int jobs,
                    const std::vector<std::string>& chapters) {
   const auto began = std::chrono::steady_clock::now();
-  std::string marks_template = (fs::temp_directory_path() / "book-start.XXXXXX").string();
-  if (!mkdtemp(marks_template.data())) {
-    std::cerr << "book: cannot make a scratch folder in " << fs::temp_directory_path().string() << std::endl;
+  // (in build/.scratch, as check's: TMPDIR may name no folder)
+  const fs::path marks = scratch_folder(build_dir, "start");
+  if (marks.empty()) {
+    std::cerr << "book: cannot make a scratch folder in " << (build_dir / ".scratch").string() << std::endl;
     return 2;
   }
-  const fs::path marks = marks_template;
   const bool ninja = built_by_ninja(build_dir);
   std::set<std::string> already_built;
   if (ninja)

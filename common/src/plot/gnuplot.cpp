@@ -117,11 +117,6 @@ Gnuplot_status probe() {
   return status;
 }
 
-fs::path temp_log_path() {
-  static std::atomic<unsigned> counter{0};
-  return fs::temp_directory_path() / fmt::format("sa-plot-{}-{}.log", ::getpid(), counter++);
-}
-
 // The first error gnuplot reported, e.g. "line 12: undefined variable: x".
 std::string first_error(const std::string& log) {
   std::istringstream in(log);
@@ -213,10 +208,14 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
 
   if (std::getenv("SA_PLOT_KEEP_SCRIPT")) std::ofstream(png_path + ".gp") << script;
 
-  const fs::path log = temp_log_path();
+  // gnuplot's messages go to a log beside the unfinished figure, in the
+  // folder the figure needs to write to anyway: the system's temporary
+  // folder may be missing or not writable (a TMPDIR that names no folder
+  // ended the program after its work, with "temp_directory_path: No such
+  // file or directory").
+  const fs::path log = temporary.string() + ".log";
   // Ctrl-C while gnuplot draws removes the unfinished figure, which nothing
-  // else would (./book plots left it among the committed ones), and
-  // gnuplot's log in the temporary folder (one sa-plot-PID-N.log a Ctrl-C).
+  // else would (./book plots left it among the committed ones), and the log.
   const RemovedOnSignal interrupted(temporary.string()), interrupted_log(log.string());
   {
     // A gnuplot that stops at an error closes the pipe while the script is
