@@ -70,6 +70,18 @@ if [ "$status" -ne 2 ] || [[ "$err" != "book: run it with bash: ./book run (or b
   echo "FAIL: sh book run 1 (status $status): $err"
 fi
 
+# A TMPDIR that names no folder: test and check, whose suites write there,
+# say so in one line before building anything (this tree cannot build).
+for command in test check; do
+  ran=$((ran + 1))
+  err=$(cd "$fake" && TMPDIR="$fake/no such folder" timeout 20 ./book $command 2>&1 >/dev/null); status=$?
+  if [ "$status" -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] ||
+     [[ "$err" != "book: TMPDIR is '$fake/no such folder', which is no folder; the tests write"* ]]; then
+    failed=$((failed + 1))
+    echo "FAIL: ./book $command with a TMPDIR that names no folder (status $status): $err"
+  fi
+done
+
 # The compilers ./book runs at once: one a core, no more than one a GiB of
 # available memory. A /proc/meminfo of 1.5 GiB available, mounted over the
 # real one in a mount namespace (root; skipped where there is none), and a
