@@ -42,8 +42,10 @@ void run(int argc, char** argv) {
   Figures figures(cli);
 
   chapter_title("Chapter 2: why the scores are divided by sqrt(d_k)");
-  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}; experiment: d_k 4 ... {}, {} samples each\n",
-             printable(o.text), o.d_model, o.d_k, cli.seed, o.max_d_k, o.samples);
+  // (--max-d-k 4: one d_k, not a range "4 ... 4")
+  const std::string experiment = o.max_d_k == 4 ? "d_k 4" : fmt::format("d_k 4 ... {}", o.max_d_k);
+  fmt::print("text \"{}\", d_model {}, d_k {}, seed {}; experiment: {}, {} samples each\n", printable(o.text),
+             o.d_model, o.d_k, cli.seed, experiment, o.samples);
 
   step(1, "Rebuild Q and K of the running example (chapter 1)");
   const ExampleQK ex = rebuild_q_and_k(cli.seed, o, tokens);

@@ -248,6 +248,21 @@ TEST_CASE("plot: a line of one point is drawn as a marked point", "[common][plot
 }
 
 // A title's width was estimated at 0.52 em a character, which a word of
+// Two epochs drew tics at 1.2, 1.4, ..., 1.8: x values no point can have.
+TEST_CASE("plot: x values that are whole numbers over a short range get whole tics", "[common][plot]") {
+  if (!plot::available()) return;
+  plot::LinePlot lp;
+  lp.series = {{"accuracy", {1, 2}, {30, 45}}};
+  CHECK(script_of("epochs.png", [&](const std::string& p) { return plot::lines(p, lp); }).find("set xtics 1\n") !=
+        std::string::npos);
+  lp.series = {{"accuracy", {0.5, 1, 1.5}, {30, 45, 50}}};  // halves: gnuplot's own tics
+  CHECK(script_of("halves.png", [&](const std::string& p) { return plot::lines(p, lp); }).find("set xtics 1\n") ==
+        std::string::npos);
+  lp.series = {{"loss", {0, 200, 400}, {4, 3, 2}}};  // a long range: gnuplot's whole steps already
+  CHECK(script_of("long.png", [&](const std::string& p) { return plot::lines(p, lp); }).find("set xtics 1\n") ==
+        std::string::npos);
+}
+
 // x's (0.59 em each) passes: such a title ran past the canvas edge.
 TEST_CASE("plot: a title of wide letters is set small enough to fit", "[common][plot]") {
   if (!plot::available()) return;

@@ -47,6 +47,9 @@ holds "Q K^T / 1. Same shape, same order of the entries in every row, the same n
 lacks "smaller numbers"
 run 02-scaling --samples 2 --max-d-k 4 --no-plots
 holds "Q K^T / 8. Same shape, same order of the entries in every row, smaller numbers."
+# One d_k in the experiment is not a range.
+holds "experiment: d_k 4, 2 samples each"
+lacks "d_k 4 ... 4"
 
 # Chapter 3's step 8: a share of rows that rounds to 0.0% is counted.
 run 03-softmax --samples 3000 --no-plots

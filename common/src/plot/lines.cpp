@@ -96,6 +96,13 @@ std::string lines(const std::string& png_path, const LinePlot& p, int width, int
     const int digits = static_cast<int>(std::ceil(std::log10(largest / ((ya.hi - ya.lo) / 10)))) + 1;
     if (digits > 6) s += fmt::format("set format y '%.{}g'\n", digits);
   }
+  // x values that are all whole numbers (epochs, iterations, heads) over a
+  // short range: gnuplot would put tics between them (1.2, 1.4, ... over
+  // two epochs), at values no point can have. One tic a whole number.
+  const bool whole_x = std::ranges::all_of(p.series, [](const Series& se) {
+    return std::ranges::all_of(se.x, [](double x) { return !std::isfinite(x) || x == std::round(x); });
+  });
+  if (!p.logx && whole_x && x1 - x0 < 10) s += "set xtics 1\n";
   s += "set xrange " + xa.range() + "\nset yrange " + ya.range() + "\n";
 
   // What the legend and the hline labels must not cover.
