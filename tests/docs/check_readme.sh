@@ -9,10 +9,24 @@ set -euo pipefail
 checker="$1" program="$2" readme="$3" source_dir="$4" binary_dir="$5"
 chapter_dir=$(dirname "$readme")
 out=$(mktemp)
-trap 'rm -f "$out" "$out".*' EXIT
+trap 'rm -rf "$out" "$out".*' EXIT
+# The chapter program runs from a copy in a build folder of its own: the
+# checkpoints a program saves by default go beside its bin/ folder
+# (default_checkpoint_dir), and ./book test must not replace the models a
+# reader trained (./book run 7 --epochs 300) with the README's default run.
+# Under a runner (qemu_aarch64.sh runs $PROG) the copy is $PROG's. The other
+# programs of plots.txt stay where they were built.
+programs_dir=$(dirname "${PROG:-$program}")
+own_build="$out.build"
+mkdir -p "$own_build/bin"
+if [ -n "${PROG:-}" ]; then
+  cp "$PROG" "$own_build/bin/" && export PROG="$own_build/bin/$(basename "$PROG")"
+else
+  cp "$program" "$own_build/bin/" && program="$own_build/bin/$(basename "$program")"
+fi
 relative=$(realpath --relative-to="$source_dir" "$binary_dir")
 shown_from_build() {  # raw output -> the paths as the README shows them
-  sed -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$1"
+  sed -e "s#${own_build}/#build/#g" -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$1"
 }
 # A chapter whose default run trains for minutes shows a shorter run in its
 # README: the options of that run are in its folder's quick_options.txt
@@ -35,16 +49,18 @@ if [ -f "$chapter_dir/plots.txt" ]; then
   while IFS= read -r line; do
     [[ -z "$line" || "$line" == \#* ]] && continue
     eval "args=($line)"
-    # The files under build/ it names are this build folder's.
+    # The checkpoints it names are those the chapter program has just saved
+    # in its own build folder; other files under build/ are this build's.
     for k in "${!args[@]}"; do
-      if [[ "${args[k]}" == build/* ]]; then args[k]="$binary_dir/${args[k]#build/}"; fi
+      if [[ "${args[k]}" == build/checkpoints/* ]]; then args[k]="$own_build/${args[k]#build/}"
+      elif [[ "${args[k]}" == build/* ]]; then args[k]="$binary_dir/${args[k]#build/}"; fi
     done
     other="$out.${#others[@]}"
-    # The program beside the chapter program; under a runner (qemu_aarch64.sh,
-    # "program" then runs $PROG), the one beside $PROG, by the same runner.
-    run=("$(dirname "$program")/${args[0]}")
-    if [ ! -x "${run[0]}" ] && [ -n "${PROG:-}" ]; then
-      run=(env PROG="$(dirname "$PROG")/${args[0]}" "$program")
+    # The program built beside the chapter program; under a runner
+    # (qemu_aarch64.sh, "program" then runs $PROG), by the same runner.
+    run=("$programs_dir/${args[0]}")
+    if [ -n "${PROG:-}" ]; then
+      run=(env PROG="$programs_dir/${args[0]}" "$program")
     fi
     if ! (cd "$source_dir" && "${run[@]}" "${args[@]:1}" --no-plots) >"$other.raw" 2>&1; then
       echo "check_readme: ${args[*]} failed:" >&2

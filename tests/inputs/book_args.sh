@@ -92,7 +92,7 @@ if unshare -m sh -c 'mount --bind /dev/null /proc/meminfo' 2>/dev/null; then
   printf '#!/bin/sh\necho "cmake $*"\n' >"$fake/bin/cmake"
   chmod +x "$fake/bin/cmake"
   printf 'MemTotal:       33554432 kB\nMemAvailable:    1572864 kB\n' >"$fake/meminfo"
-  called=$(cd "$fake" && PATH="$fake/bin:$PATH" timeout 20 unshare -m sh -c \
+  called=$(cd "$fake" && PATH="$fake/bin:$PATH" timeout 20 env -u BOOK_JOBS unshare -m sh -c \
     'mount --bind "$1" /proc/meminfo && exec ./book build' sh "$fake/meminfo" 2>&1)
   if ! grep -qF -- "cmake --build $fake/build -j 1" <<<"$called"; then
     failed=$((failed + 1))
