@@ -37,7 +37,14 @@ if [ -f "$chapter_dir/quick_options.txt" ]; then
 fi
 # (from the repository root, where the README has its reader run ./book: the
 # paths a program prints are shown from the folder it runs in)
+touch "$out.began"
 (cd "$source_dir" && "$program" --no-plots "${options[@]}") >"$out.raw" 2>&1
+# ... and wrote nothing into the build's own checkpoints.
+written=$(find "$binary_dir/checkpoints" -type f -newer "$out.began" 2>/dev/null || true)
+if [ -n "$written" ]; then
+  echo "check_readme: the program wrote into the reader's checkpoints: $written" >&2
+  exit 1
+fi
 shown_from_build "$out.raw" >"$out"
 # The chapter's other programs that `./book plots` runs, one per line of its
 # plots.txt (chapter 7's analysis command, on the checkpoint the chapter
