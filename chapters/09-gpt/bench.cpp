@@ -239,9 +239,15 @@ struct TwinStep {
   std::vector<std::string> said;  // its other lines, shown as they are
 };
 
-std::optional<TwinStep> time_twin(int64_t steps, std::string& failure) {
-  const measure::PeerOutput out =
-      measure::run_pytorch_peer(fmt::format("tests/reference/ch09_gpt_twin.py --bench {}", steps));
+std::optional<TwinStep> time_twin(int64_t steps, const std::string& data_dir, std::string& failure) {
+  // The twin reads the text this program read: its build folder's data/,
+  // which is build/data only for the default build (not build-portable, or
+  // a folder per instruction set). Quoted for the shell run_pytorch_peer uses.
+  std::string quoted = "'";
+  for (const char c : data_dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const measure::PeerOutput out = measure::run_pytorch_peer(
+      fmt::format("tests/reference/ch09_gpt_twin.py --bench {} --data-dir {}", steps, quoted));
   TwinStep twin{0, 0, out.blas, {}};
   bool timed = false;
   for (const std::string& line : out.lines) {
@@ -337,7 +343,7 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
     // This program's steps of the first round were timed before (r.step).
     if (round > 0) r.rounds.push_back(time_training_step(model, ids, o, gen));
     std::string failure;
-    twin = time_twin(o.torch_steps, failure);
+    twin = time_twin(o.torch_steps, o.model.data_dir, failure);
     if (!twin) {
       fmt::print("  the twin could not be timed: {}\n", failure);
       return twin;
@@ -367,9 +373,15 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   const double ratio = measure::median(ratios);
   fmt::print("  PyTorch's step in the last round: median {:.2f} ms ({:.1f} GFLOP/s by the same count)\n", twin->ms,
              count.total() / (1e6 * twin->ms));
-  fmt::print("  the median of the rounds' ratios by the wall clock: {} (rounds from {:.2f}x to {:.2f}x)\n",
-             ratio_words(1.0, ratio), *std::min_element(ratios.begin(), ratios.end()),
-             *std::max_element(ratios.begin(), ratios.end()));
+  // The rounds' range in the median's own direction: after "1.3x slower",
+  // rounds "from 0.78x to 0.80x" (PyTorch's time over this program's) read as
+  // if the other way round, so a slower median gives the rounds as slower too.
+  const double lowest = *std::min_element(ratios.begin(), ratios.end());
+  const double highest = *std::max_element(ratios.begin(), ratios.end());
+  const std::string range = ratio > 0.95 ? fmt::format("rounds from {:.2f}x to {:.2f}x", lowest, highest)
+                                         : fmt::format("rounds from {:.2f}x to {:.2f}x slower", 1.0 / highest,
+                                                       1.0 / lowest);
+  fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(1.0, ratio), range);
   if (cpu_ratios.size() == ratios.size())
     fmt::print("  by CPU time: {}\n", ratio_words(1.0, measure::median(cpu_ratios)));
   return twin;

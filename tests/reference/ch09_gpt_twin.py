@@ -13,7 +13,7 @@ which sa::Generator reproduces) with the same AdamW, schedule and clipping.
     /usr/bin/python3 ch09_gpt_twin.py --curve 200  write tests/fixtures/09-gpt-curve.txt (--out: elsewhere)
 
 The text is build/data/train.txt and val.txt, which the C++ program prepares
-(./book run 9). The fixture: a small model (2 layers, d_model 32, 4 heads,
+(./book run 9); --data-dir names another build folder's data/. The fixture: a small model (2 layers, d_model 32, 4 heads,
 seq_len 16, batch 4) on the first 2048 characters of train.txt; its first
 batch's offsets, loss and every gradient under the C++ names and layout,
 two initial tensors (bit for bit), the gradient norm, and the loss of the
@@ -149,13 +149,18 @@ def get_lr(it, lr=1e-3, min_lr=1e-4, warmup=100, decay_iters=2000):
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * r)) * (lr - min_lr)
 
 
+# The prepared text: build/data, or the folder --data-dir names (the
+# benchmark passes its own build folder's, which need not be build/).
+DATA_DIR = os.path.join(ROOT, "build", "data")
+
+
 def read_text():
-    data_dir = os.path.join(ROOT, "build", "data")
     try:
-        train = open(os.path.join(data_dir, "train.txt")).read()
-        val = open(os.path.join(data_dir, "val.txt")).read()
+        train = open(os.path.join(DATA_DIR, "train.txt")).read()
+        val = open(os.path.join(DATA_DIR, "val.txt")).read()
     except OSError:
-        sys.exit("ch09_gpt_twin.py: build/data/train.txt is missing: run ./book run 9 once to prepare it")
+        sys.exit("ch09_gpt_twin.py: %s is missing: run ./book run 9 (or this build's 09-gpt) once to prepare it"
+                 % os.path.join(DATA_DIR, "train.txt"))
     chars = sorted(set(train))
     stoi = {c: i for i, c in enumerate(chars)}
     return chars, torch.tensor([stoi[c] for c in train]), torch.tensor([stoi[c] for c in val])
@@ -349,7 +354,9 @@ if __name__ == "__main__":
     parser.add_argument("--curve", type=int, metavar="ITERS",
                         help="the default run's first ITERS iterations, their losses written to --out")
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "09-gpt-curve.txt"))
+    parser.add_argument("--data-dir", default=DATA_DIR, help="folder of the prepared train.txt and val.txt")
     args = parser.parse_args()
+    DATA_DIR = args.data_dir
     if args.curve is not None:
         if not 1 <= args.curve <= DEFAULT["iters"]:
             parser.error("--curve must be in [1, %d]" % DEFAULT["iters"])
