@@ -18,6 +18,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
+#include "sa/paths.hpp"
 #include "sa/print.hpp"
 #include "sa/pytorch_peer.hpp"
 #include "sa/rng.hpp"
@@ -243,11 +244,8 @@ std::optional<TwinStep> time_twin(int64_t steps, const std::string& data_dir, st
   // The twin reads the text this program read: its build folder's data/,
   // which is build/data only for the default build (not build-portable, or
   // a folder per instruction set). Quoted for the shell run_pytorch_peer uses.
-  std::string quoted = "'";
-  for (const char c : data_dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  quoted += "'";
   const measure::PeerOutput out = measure::run_pytorch_peer(
-      fmt::format("tests/reference/ch09_gpt_twin.py --bench {} --data-dir {}", steps, quoted));
+      fmt::format("tests/reference/ch09_gpt_twin.py --bench {} --data-dir {}", steps, shell_quoted(data_dir)));
   TwinStep twin{0, 0, out.blas, {}};
   bool timed = false;
   for (const std::string& line : out.lines) {

@@ -74,6 +74,12 @@ std::string sibling_program(const std::string& name) {
   return bin.empty() ? name : (bin / name).string();
 }
 
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string shown_path(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path given(path);

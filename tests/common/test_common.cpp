@@ -547,6 +547,19 @@ TEST_CASE("NotImplemented names the function and the file to edit", "[common][ex
   }
 }
 
+TEST_CASE("shell_quoted: any text comes back from /bin/sh as the one word it was", "[common][paths]") {
+  CHECK(shell_quoted("build/data") == "'build/data'");
+  CHECK(shell_quoted("it's") == "'it'\\''s'");
+  for (const std::string text : {"my book/build/data", "it's $HOME `x` \"y\" \\", ""}) {
+    std::FILE* sh = ::popen(("printf %s " + shell_quoted(text)).c_str(), "r");
+    REQUIRE(sh != nullptr);
+    std::string back;
+    for (int c; (c = std::fgetc(sh)) != EOF;) back += char(c);
+    ::pclose(sh);
+    CHECK(back == text);
+  }
+}
+
 TEST_CASE("shown_path: a path as the reader types it from the folder the program runs in", "[common][paths]") {
   namespace fs = std::filesystem;
   const fs::path was = fs::current_path();

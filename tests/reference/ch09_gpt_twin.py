@@ -13,11 +13,12 @@ which sa::Generator reproduces) with the same AdamW, schedule and clipping.
     /usr/bin/python3 ch09_gpt_twin.py --curve 200  write tests/fixtures/09-gpt-curve.txt (--out: elsewhere)
 
 The text is build/data/train.txt and val.txt, which the C++ program prepares
-(./book run 9); --data-dir names another build folder's data/. The fixture: a small model (2 layers, d_model 32, 4 heads,
-seq_len 16, batch 4) on the first 2048 characters of train.txt; its first
-batch's offsets, loss and every gradient under the C++ names and layout,
-two initial tensors (bit for bit), the gradient norm, and the loss of the
-second batch after one clipped AdamW step.
+(./book run 9); --data-dir names another build folder's data/. The fixture:
+a small model (2 layers, d_model 32, 4 heads, seq_len 16, batch 4) on the
+first 2048 characters of train.txt; its first batch's offsets, loss and
+every gradient under the C++ names and layout, two initial tensors (bit for
+bit), the gradient norm, and the loss of the second batch after one clipped
+AdamW step.
 """
 import argparse
 import math

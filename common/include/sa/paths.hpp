@@ -28,6 +28,10 @@ std::string sibling_program(const std::string& name);
 // relative path as given.
 std::string shown_path(const std::string& path);
 
+// A path (or any text) as one word for /bin/sh: single-quoted, a quote
+// inside written '\''.
+std::string shell_quoted(const std::string& text);
+
 // While it lives, a Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal
 // (SIGHUP) that ends the program removes `path` first: a temporary file
 // being written (a checkpoint's, a figure's), which an interrupted save

@@ -83,13 +83,6 @@ namespace {
   throw std::runtime_error(fmt::format("sa::plot::{}: {}", fn, what));
 }
 
-// A word for /bin/sh, single-quoted.
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 constexpr const char* kFailMarker = "SA_PLOT_GNUPLOT_FAILED";
 constexpr const char* kFont = "Sans";
 // Below this much free space after a failed figure, the disk is full: a
@@ -234,7 +227,7 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
     } ignore_sigpipe;
     // The shell joins gnuplot's stdout and stderr in the log and appends a
     // marker when gnuplot exits non-zero (which it does after any error).
-    Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", shell_quote(log.string()), kFailMarker));
+    Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", shell_quoted(log.string()), kFailMarker));
     gp << script << std::flush;
   }  // ~Gnuplot: flush, pclose -> waits until gnuplot has exited.
 
