@@ -225,22 +225,29 @@ void Cli::print_help() const {
   fmt::print("usage: {} [options]\n\n", program_);
   say(summary_);
   fmt::print("\noptions:\n");
+  const auto lhs = [](const Option& o) { return o.takes_value ? o.flag + " VALUE" : o.flag; };
+  // One column for the options, as wide as the widest (--naive-max-seq-len
+  // VALUE ran into its description in a column of 22).
+  size_t width = 22;
+  for (const auto& o : options_) width = std::max(width, lhs(o).size());
   const Option* big = nullptr;
   for (const auto& o : options_) {
     if (o.flag == "--i-know-it-is-big") {
       big = &o;
       continue;
     }
-    const std::string lhs = o.takes_value ? o.flag + " VALUE" : o.flag;
-    std::string dflt =
-        o.default_text.empty() ? "" : fmt::format(" (default: {})", o.flag == "--plots-dir" ? "build/plots/" + chapter_ + "; ./book plots draws the committed plots/" + chapter_ : o.default_text);
+    const std::string shown_default = o.flag == "--plots-dir" ? "build/plots/" + chapter_ +
+                                                                      "; ./book plots draws the committed plots/" +
+                                                                      chapter_
+                                                                : o.default_text;
+    std::string dflt = o.default_text.empty() ? "" : fmt::format(" (default: {})", shown_default);
     if (!o.limits.empty()) dflt += "; " + o.limits;
-    fmt::print("  {:<22} {}{}\n", lhs, o.help, dflt);
+    fmt::print("  {:<{}} {}{}\n", lhs(o), width, o.help, dflt);
   }
   if (big)
-    fmt::print("  {:<22} run even when the estimate of the whole run passes the budget: {} on one core, {} of "
+    fmt::print("  {:<{}} run even when the estimate of the whole run passes the budget: {} on one core, {} of "
                "memory (without it such a run is refused before it starts)\n",
-               big->flag, duration_str(kBudgetSeconds), memory_str(budget_bytes()));
+               big->flag, width, duration_str(kBudgetSeconds), memory_str(budget_bytes()));
 }
 
 void Cli::parse(int argc, char** argv) {

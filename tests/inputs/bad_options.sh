@@ -273,5 +273,17 @@ if [ -e "$scratch/new" ]; then
 fi
 rm -rf "$scratch"
 
+# Every program's --help sets its descriptions in one column, after at
+# least one space: '--naive-max-seq-len VALUE' ran into its description.
+for program in "$bin"/*; do
+  [ -x "$program" ] || continue
+  ran=$((ran + 1))
+  columns=$("$program" --help | sed -n 's/^\(  --[a-z0-9-]*\( VALUE\)\? \+\)[^ ].*$/\1/p' | awk '{print length($0)}' | sort -u)
+  if [ "$(wc -l <<<"$columns")" -ne 1 ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $(basename "$program") --help starts its descriptions at columns $(echo $columns)"
+  fi
+done
+
 echo "$ran bad command lines, $failed not refused as they should be"
 [ "$failed" -eq 0 ]
