@@ -20,13 +20,19 @@ programs_dir=$(dirname "${PROG:-$program}")
 own_build="$out.build"
 mkdir -p "$own_build/bin"
 if [ -n "${PROG:-}" ]; then
-  cp "$PROG" "$own_build/bin/" && export PROG="$own_build/bin/$(basename "$PROG")"
+  cp "$PROG" "$own_build/bin/"
+  export PROG="$own_build/bin/$(basename "$PROG")"
 else
-  cp "$program" "$own_build/bin/" && program="$own_build/bin/$(basename "$program")"
+  cp "$program" "$own_build/bin/"
+  program="$own_build/bin/$(basename "$program")"
 fi
+# Both build folders, as the programs print them: whole, or relative to the
+# repository's root when they lie inside it (CI's TMPDIR is build-tmp/ there).
 relative=$(realpath --relative-to="$source_dir" "$binary_dir")
+own_relative=$(realpath --relative-to="$source_dir" "$own_build")
 shown_from_build() {  # raw output -> the paths as the README shows them
-  sed -e "s#${own_build}/#build/#g" -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$1"
+  sed -e "s#${own_build}/#build/#g" -e "s#\\b${own_relative}/#build/#g" \
+    -e "s#${binary_dir}/#build/#g" -e "s#\\b${relative}/#build/#g" "$1"
 }
 # A chapter whose default run trains for minutes shows a shorter run in its
 # README: the options of that run are in its folder's quick_options.txt

@@ -117,7 +117,7 @@ while [ $((SECONDS - began)) -lt "$seconds" ]; do
   read -r -a flags <<<"${options[$program]}"
   args=()
   case "$program" in *bench) ;; *) args+=(--no-plots) ;; esac
-  # (never over the checkpoints a reader's analyze and the docs tests use)
+  # (never over the checkpoints a reader trained, in build/checkpoints/)
   [ "$program" != 07-training ] || args+=(--checkpoint-dir "$scratch/checkpoints")
   [ "$program" != 09-gpt ] || args+=(--checkpoint "$scratch/09-gpt.safetensors")  # (not the reader's 3-minute model)
   n=$((1 + RANDOM % 4))
