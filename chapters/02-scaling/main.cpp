@@ -43,7 +43,9 @@ void run(int argc, char** argv) {
 
   chapter_title("Chapter 2: why the scores are divided by sqrt(d_k)");
   // (--max-d-k 4: one d_k, not a range "4 ... 4")
-  const std::string experiment = o.max_d_k == 4 ? "d_k 4" : fmt::format("d_k 4 ... {}", o.max_d_k);
+  const std::vector<int64_t> d_ks = d_k_values(o.max_d_k);
+  const std::string experiment = d_ks.size() == 1 ? fmt::format("d_k {}", d_ks.front())
+                                                  : fmt::format("d_k {} ... {}", d_ks.front(), d_ks.back());
   fmt::print("text \"{}\", d_model {}, d_k {}, seed {}; experiment: {}, {} samples each\n", printable(o.text),
              o.d_model, o.d_k, cli.seed, experiment, o.samples);
 

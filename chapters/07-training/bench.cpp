@@ -103,7 +103,7 @@ struct PyTorchStep {
 
 std::optional<PyTorchStep> pytorch_step(int64_t steps) {
   const measure::PeerOutput out =
-      measure::run_pytorch_peer(fmt::format("tests/reference/ch07_training.py --bench {}", steps));
+      measure::run_pytorch_peer("tests/reference/ch07_training.py", {"--bench", std::to_string(steps)});
   std::optional<PyTorchStep> result;
   for (const std::string& line : out.lines) {
     double v = 0;

@@ -57,9 +57,9 @@ struct PyTorchRun {
 // Runs the PyTorch peer once for every size (sa/pytorch_peer.hpp); its
 // lines are "pytorch <T> <ms> <bytes>".
 std::optional<PyTorchRun> run_pytorch(const std::vector<int64_t>& sizes, int64_t d_k, double budget) {
-  std::string args = fmt::format("tests/reference/bench/ch08_attention.py --d-k {} --budget {}", d_k, budget);
-  for (int64_t T : sizes) args += fmt::format(" {}", T);
-  const measure::PeerOutput out = measure::run_pytorch_peer(args);
+  std::vector<std::string> args = {"--d-k", std::to_string(d_k), "--budget", fmt::format("{}", budget)};
+  for (int64_t T : sizes) args.push_back(std::to_string(T));
+  const measure::PeerOutput out = measure::run_pytorch_peer("tests/reference/bench/ch08_attention.py", args);
   PyTorchRun run{out.blas, {}};
   for (const std::string& text : out.lines) {
     std::istringstream line(text);

@@ -18,7 +18,6 @@
 
 #include "sa/cli.hpp"
 #include "sa/measure.hpp"
-#include "sa/paths.hpp"
 #include "sa/print.hpp"
 #include "sa/pytorch_peer.hpp"
 #include "sa/rng.hpp"
@@ -243,9 +242,9 @@ struct TwinStep {
 std::optional<TwinStep> time_twin(int64_t steps, const std::string& data_dir, std::string& failure) {
   // The twin reads the text this program read: its build folder's data/,
   // which is build/data only for the default build (not build-portable, or
-  // a folder per instruction set). Quoted for the shell run_pytorch_peer uses.
-  const measure::PeerOutput out = measure::run_pytorch_peer(
-      fmt::format("tests/reference/ch09_gpt_twin.py --bench {} --data-dir {}", steps, shell_quoted(data_dir)));
+  // a folder per instruction set).
+  const measure::PeerOutput out = measure::run_pytorch_peer("tests/reference/ch09_gpt_twin.py",
+                                                            {"--bench", std::to_string(steps), "--data-dir", data_dir});
   TwinStep twin{0, 0, out.blas, {}};
   bool timed = false;
   for (const std::string& line : out.lines) {
@@ -260,12 +259,15 @@ std::optional<TwinStep> time_twin(int64_t steps, const std::string& data_dir, st
   return twin;
 }
 
+// Whether PyTorch's time over this program's is within 5% of 1.
+bool about_as_fast(double r) { return r > 0.95 && r < 1.05; }
+
 // How this program's time compares with PyTorch's, in words that say
 // which way: "this program 1.4x faster", "this program 1.2x slower", or
 // within 5% "about as fast (1.03x)".
 std::string ratio_words(double ours_ms, double torch_ms) {
   const double r = torch_ms / ours_ms;  // above 1: this program is faster
-  if (r > 0.95 && r < 1.05) return fmt::format("about as fast as PyTorch ({:.2f}x)", r);
+  if (about_as_fast(r)) return fmt::format("about as fast as PyTorch ({:.2f}x)", r);
   if (r >= 1.0) return fmt::format("this program {:.1f}x faster", r);
   return fmt::format("this program {:.1f}x slower", 1.0 / r);
 }
@@ -376,9 +378,9 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   // if the other way round, so a slower median gives the rounds as slower too.
   const double lowest = *std::min_element(ratios.begin(), ratios.end());
   const double highest = *std::max_element(ratios.begin(), ratios.end());
-  const std::string range = ratio > 0.95 ? fmt::format("rounds from {:.2f}x to {:.2f}x", lowest, highest)
-                                         : fmt::format("rounds from {:.2f}x to {:.2f}x slower", 1.0 / highest,
-                                                       1.0 / lowest);
+  const bool slower = ratio < 1 && !about_as_fast(ratio);
+  const std::string range = slower ? fmt::format("rounds from {:.2f}x to {:.2f}x slower", 1.0 / highest, 1.0 / lowest)
+                                   : fmt::format("rounds from {:.2f}x to {:.2f}x", lowest, highest);
   fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(1.0, ratio), range);
   if (cpu_ratios.size() == ratios.size())
     fmt::print("  by CPU time: {}\n", ratio_words(1.0, measure::median(cpu_ratios)));

@@ -2,6 +2,7 @@
 // failed build shows, and the progress line in a log and on a terminal.
 #include "build_progress.hpp"
 #include "checker_fixtures.hpp"
+#include "../support/scratch.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -130,8 +131,7 @@ TEST_CASE("a run's scratch folder is in the build folder, and the next run remov
 
 TEST_CASE("a logged build runs in English whatever the reader's locale, so that its errors are found", "[checker]") {
   namespace fs = std::filesystem;
-  const fs::path log = fs::temp_directory_path() / ("sa_build_locale_" + std::to_string(::getpid()) + ".log");
-  fs::remove(log);
+  const fs::path log = sa::test::scratch_dir("sa_build_locale") / "build.log";
   // A German reader with gcc's translations: gcc would write "Fehler:".
   const auto kept = [](const char* name) {
     const char* value = std::getenv(name);

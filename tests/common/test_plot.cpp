@@ -247,7 +247,6 @@ TEST_CASE("plot: a line of one point is drawn as a marked point", "[common][plot
   CHECK(script.find("$series2 using 1:2 with lines lw 2.2 ") != std::string::npos);  // two points: a line
 }
 
-// A title's width was estimated at 0.52 em a character, which a word of
 // Two epochs drew tics at 1.2, 1.4, ..., 1.8: x values no point can have.
 TEST_CASE("plot: x values that are whole numbers over a short range get whole tics", "[common][plot]") {
   if (!plot::available()) return;
@@ -263,6 +262,7 @@ TEST_CASE("plot: x values that are whole numbers over a short range get whole ti
         std::string::npos);
 }
 
+// A title's width was estimated at 0.52 em a character, which a word of
 // x's (0.59 em each) passes: such a title ran past the canvas edge.
 TEST_CASE("plot: a title of wide letters is set small enough to fit", "[common][plot]") {
   if (!plot::available()) return;

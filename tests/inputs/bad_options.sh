@@ -278,8 +278,9 @@ rm -rf "$scratch"
 for program in "$bin"/*; do
   [ -x "$program" ] || continue
   ran=$((ran + 1))
-  columns=$("$program" --help | sed -n 's/^\(  --[a-z0-9-]*\( VALUE\)\? \+\)[^ ].*$/\1/p' | awk '{print length($0)}' | sort -u)
-  if [ "$(wc -l <<<"$columns")" -ne 1 ]; then
+  columns=$("$program" --help | sed -n 's/^\(  --[a-z0-9-]*\( VALUE\)\? \+\)[^ ].*$/\1/p' |
+    awk '{print length($0)}' | sort -u)
+  if [ -z "$columns" ] || [ "$(wc -l <<<"$columns")" -ne 1 ]; then
     failed=$((failed + 1))
     echo "FAIL: $(basename "$program") --help starts its descriptions at columns $(echo $columns)"
   fi

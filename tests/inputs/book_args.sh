@@ -94,7 +94,7 @@ if unshare -m sh -c 'mount --bind /dev/null /proc/meminfo' 2>/dev/null; then
   printf 'MemTotal:       33554432 kB\nMemAvailable:    1572864 kB\n' >"$fake/meminfo"
   called=$(cd "$fake" && PATH="$fake/bin:$PATH" timeout 20 env -u BOOK_JOBS unshare -m sh -c \
     'mount --bind "$1" /proc/meminfo && exec ./book build' sh "$fake/meminfo" 2>&1)
-  if ! grep -qF -- "cmake --build $fake/build -j 1" <<<"$called"; then
+  if ! grep -qxF -- "cmake --build $fake/build -j 1" <<<"$called"; then
     failed=$((failed + 1))
     echo "FAIL: ./book build with 1.5 GiB available ran more than one compiler at once:"
     echo "  $called"

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -39,7 +38,15 @@ bool error_line(const std::string& line) {
 }  // namespace
 
 pid_t start_logged(const std::vector<std::string>& words, const fs::path& log) {
-  std::vector<std::string> args = words;
+  // The log is read for "error:", "warning:", "undefined reference" and
+  // make's "Error 1": the words of an English compiler. A reader whose
+  // locale is German and who has gcc's translations (gcc-12-locales) gets
+  // "Fehler:" instead, and check would show the compiler's command line
+  // for the error. C.UTF-8 keeps the messages English and the quotes
+  // UTF-8; LANGUAGE, which gettext reads before the locale, goes too.
+  // (Through env(1): the child of a fork may not call setenv safely.)
+  std::vector<std::string> args = {"env", "-u", "LANGUAGE", "LC_ALL=C.UTF-8"};
+  args.insert(args.end(), words.begin(), words.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -52,14 +59,6 @@ pid_t start_logged(const std::vector<std::string>& words, const fs::path& log) {
       dup2(out, STDOUT_FILENO);
       dup2(out, STDERR_FILENO);
     }
-    // The log is read for "error:", "warning:", "undefined reference" and
-    // make's "Error 1": the words of an English compiler. A reader whose
-    // locale is German and who has gcc's translations (gcc-12-locales) gets
-    // "Fehler:" instead, and check would show the compiler's command line
-    // for the error. C.UTF-8 keeps the messages English and the quotes
-    // UTF-8; LANGUAGE, which gettext reads before the locale, goes too.
-    setenv("LC_ALL", "C.UTF-8", 1);
-    unsetenv("LANGUAGE");
     execvp(argv[0], argv.data());
     _exit(127);
   }

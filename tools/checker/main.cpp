@@ -119,11 +119,12 @@ int check_once(const CheckOptions& o) {
   // (the cases' output and reports, the build log)
   const fs::path scratch = scratch_folder(kBuild, "check");
   if (scratch.empty()) refuse("check: cannot make a scratch folder in " + (kBuild / ".scratch").string());
-  // (./book says how many compilers the memory holds: BOOK_JOBS)
+  // The compilers at once: as many as ./book says the memory holds
+  // (BOOK_JOBS, which it checked), else one a core.
   const char* book_jobs = std::getenv("BOOK_JOBS");
-  const int jobs = book_jobs && std::atoi(book_jobs) > 0 ? std::atoi(book_jobs) : processors();
+  const int compilers = book_jobs && std::atoi(book_jobs) > 0 ? std::atoi(book_jobs) : processors();
   std::map<std::string, std::string> broken =
-      build_suites(kBuild, build, scratch / "build.log", kRoot.string(), jobs, progress,
+      build_suites(kBuild, build, scratch / "build.log", kRoot.string(), compilers, progress,
                    isatty(o.json ? STDERR_FILENO : STDOUT_FILENO));
   // The compiler's warnings about the files this build compiled, kept for
   // the checks that will not compile them again.
@@ -156,6 +157,8 @@ int check_once(const CheckOptions& o) {
   report.untouched_rule = o.untouched_rule;
   Limits limits;
   limits.timeout_seconds = o.timeout_seconds;
+  // The test cases at once: one a core, each with its share of the memory.
+  const int jobs = processors();
   limits.jobs = jobs;
   limits.memory_kb = memory_share_kb(jobs);
   for (size_t i = 0; i < o.chapters.size(); ++i) {

@@ -49,12 +49,15 @@ struct PeerOutput {
   bool succeeded() const { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
 
-// Runs `/usr/bin/python3 <source dir>/<script_and_args>` on one thread and
+// Runs `/usr/bin/python3 <source dir>/<script> <args>...` on one thread and
 // collects its output. The BLAS line is parsed here; the caller reads its
-// own lines from `lines`.
-inline PeerOutput run_pytorch_peer(const std::string& script_and_args) {
-  const std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 {}/{} 2>&1",
-                                      source_dir().string(), script_and_args);
+// own lines from `lines`. Every word is quoted for the shell: the clone's
+// folder may hold a space or a quote.
+inline PeerOutput run_pytorch_peer(const std::string& script, const std::vector<std::string>& args) {
+  std::string cmd = fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 {}",
+                                shell_quoted((source_dir() / script).string()));
+  for (const std::string& arg : args) cmd += fmt::format(" {}", shell_quoted(arg));
+  cmd += " 2>&1";
   PeerOutput out;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
