@@ -82,6 +82,16 @@ for command in test check; do
   fi
 done
 
+# A BOOK_JOBS that is no count of compilers: one line, before anything.
+for jobs in 0 abc 4x; do
+  ran=$((ran + 1))
+  err=$(cd "$fake" && BOOK_JOBS=$jobs timeout 20 ./book run 1 2>&1 >/dev/null); status=$?
+  if [ "$status" -ne 2 ] || [[ "$err" != "book: BOOK_JOBS is '$jobs': the compilers to run at once, a whole number"* ]]; then
+    failed=$((failed + 1))
+    echo "FAIL: ./book run 1 with BOOK_JOBS=$jobs (status $status): $err"
+  fi
+done
+
 # The compilers ./book runs at once: one a core, no more than one a GiB of
 # available memory. A /proc/meminfo of 1.5 GiB available, mounted over the
 # real one in a mount namespace (root; skipped where there is none), and a
