@@ -17,6 +17,8 @@ namespace sa::ch5 {
 // them (sa::plot decides, from the cell size).
 void draw_figures(Figures& figures, const FigureData& d) {
   figures.draw("causal_triptych.png", [&](const std::string& path) {
+    // One token has nothing above the diagonal: no -inf, no zero weight.
+    const bool one = d.tokens.size() == 1;
     plot::Heatmap mask;
     mask.title = "1. causal mask (1 = allowed)";
     mask.values = as_numbers(d.causal);
@@ -26,19 +28,22 @@ void draw_figures(Figures& figures, const FigureData& d) {
     mask.category_colours = {"#f2f2f2", "#2171b5"};
     mask.decimals = 0;
     plot::Heatmap scores;
-    scores.title = "2. masked scores (grey: -inf)";
+    scores.title = one ? "2. masked scores (nothing to mask)" : "2. masked scores (grey: -inf)";
     scores.values = d.masked_scores;
     scores.cblabel = "q.k / sqrt(d_k)";
     scores.diverging = true;
     scores.decimals = 2;
-    plot::Heatmap weights = plot::weights_heatmap("3. softmax: weights (upper triangle 0)", d.causal_weights, d.tokens);
+    plot::Heatmap weights = plot::weights_heatmap(
+        one ? "3. softmax: weights (one key: 1)" : "3. softmax: weights (upper triangle 0)", d.causal_weights, d.tokens);
     weights.cblabel = "weight";
     for (plot::Heatmap* h : {&mask, &scores, &weights}) {
       h->row_labels = d.tokens;
       h->col_labels = d.tokens;
     }
-    return plot::heatmap_grid(path, "Causal masking: mask, scores with -inf above the diagonal, weights", 1, 3,
-                              {mask, scores, weights}, 520);
+    return plot::heatmap_grid(path,
+                              one ? "Causal masking of one token: its only key is itself, so nothing is hidden"
+                                  : "Causal masking: mask, scores with -inf above the diagonal, weights",
+                              1, 3, {mask, scores, weights}, 520);
   });
 
   figures.draw("bidirectional_vs_causal.png", [&](const std::string& path) {

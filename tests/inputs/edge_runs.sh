@@ -188,6 +188,13 @@ script_holds positional_waves.png "The one column of the positional encoding at 
 drawn 01-qkv-projection --d-model 4096 --d-k 1 --text hello
 script_holds positional_encoding.png "one (sin, cos) pair in 16 drawn"
 
+# Chapter 5 with one token: nothing lies above the diagonal, so the triptych
+# names no -inf and no zero upper triangle.
+drawn 05-causal-mask --text hello
+script_holds causal_triptych.png "Causal masking of one token: its only key is itself, so nothing is hidden"
+script_lacks causal_triptych.png "grey: -inf"
+script_lacks causal_triptych.png "upper triangle 0"
+
 # Chapter 2 with one token: its one pair has cos 1, and the line through it
 # ends there, not at cos 1.05.
 drawn 02-scaling --text hello --samples 2 --max-d-k 4 --keys 2
