@@ -15,6 +15,11 @@ sa_require_package(Eigen3_FOUND libeigen3-dev)
 find_package(fmt 9 QUIET)
 sa_require_package(fmt_FOUND libfmt-dev)
 
+# Boost's own CMake files (CMake 3.30 on, Debian 13, warns about its old
+# FindBoost module otherwise; Debian 12's CMake has no such policy).
+if(POLICY CMP0167)
+  cmake_policy(SET CMP0167 NEW)
+endif()
 find_package(Boost 1.74 QUIET COMPONENTS iostreams filesystem)
 sa_require_package(Boost_FOUND "libboost-iostreams-dev libboost-filesystem-dev")
 
