@@ -137,10 +137,13 @@ TEST_CASE("dot_product_stats: the same draws and numbers as PyTorch", "[ch02][do
     const std::string what = fmt::format("dot_product_stats(Generator({}), d_k {}, {} samples)", c.seed, c.d_k,
                                          c.samples);
     const double spread = std::sqrt(double(c.d_k));
-    require_close(what + ": mean of q.k", {actual[0]}, {expected[0]}, {1e-5 * spread, 0});
-    require_close(what + ": variance of q.k", {actual[1]}, {expected[1]}, {0, 1e-5});
-    require_close(what + ": mean of q.k/sqrt(d_k)", {actual[2]}, {expected[2]}, {1e-5, 0});
-    require_close(what + ": variance of q.k/sqrt(d_k)", {actual[3]}, {expected[3]}, {0, 1e-5});
+    // (one-value vectors named as such: g++ 14 finds {x} as ambiguous between
+    // a vector and a Matrix)
+    using Values = std::vector<float>;
+    require_close(what + ": mean of q.k", Values{actual[0]}, Values{expected[0]}, {1e-5 * spread, 0});
+    require_close(what + ": variance of q.k", Values{actual[1]}, Values{expected[1]}, {0, 1e-5});
+    require_close(what + ": mean of q.k/sqrt(d_k)", Values{actual[2]}, Values{expected[2]}, {1e-5, 0});
+    require_close(what + ": variance of q.k/sqrt(d_k)", Values{actual[3]}, Values{expected[3]}, {0, 1e-5});
   }
 }
 
