@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <new>
+#include <sstream>
 #include <limits>
 #include <vector>
 
@@ -591,6 +592,28 @@ TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_
   CHECK(measure::openblas_kernels("Haswell", "SkylakeX") ==
         ", its Haswell kernels (this environment sets OPENBLAS_CORETYPE=SkylakeX; OpenBLAS ran its Haswell "
         "kernels instead)");
+}
+
+TEST_CASE("cpu_name: the CPU /proc/cpuinfo names, and an emulator where it describes another instruction set",
+          "[common][measure]") {
+  using measure::Isa;
+  const std::string x86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n"
+                          "flags\t\t: fpu sse avx2\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n";
+  // 64-bit ARM's Linux prints no model name: the implementer and part.
+  const std::string arm = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
+                          "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n";
+  auto name = [](const std::string& text, Isa isa) {
+    std::istringstream in(text);
+    return measure::cpu_name(in, isa);
+  };
+  CHECK(name(x86, Isa::x86) == "AMD EPYC");
+  CHECK(name(arm, Isa::arm) == "an ARM CPU (implementer 0x41, part 0xd0c)");
+  CHECK(name("", Isa::x86) == "an unnamed CPU");
+  // qemu-user passes the host's file through: an ARM program on an x86 host.
+  CHECK(name(x86, Isa::arm) == "an ARM CPU emulated on AMD EPYC (the speeds are the emulator's)");
+  CHECK(name(arm, Isa::x86) ==
+        "an x86 CPU emulated on an ARM CPU (implementer 0x41, part 0xd0c) (the speeds are the emulator's)");
+  CHECK(name(x86, Isa::other) == "AMD EPYC");
 }
 
 TEST_CASE("utf8_length and utf8_offset count characters, not bytes", "[common][print]") {

@@ -21,22 +21,53 @@
 
 namespace sa::measure {
 
-// The machine a figure was measured on, for the line above a benchmark's
-// figures: the CPU's name (Linux's /proc/cpuinfo; "an unnamed CPU" where it
-// has none) and the vector unit this program was compiled to use (Eigen's:
-// 16 floats with AVX-512, 8 with AVX, 4 with SSE or NEON). A speed belongs to
-// one CPU and one vector width; the same program on another machine prints
-// other figures.
-inline std::string machine_description() {
-  std::string cpu = "an unnamed CPU";
-  std::ifstream info("/proc/cpuinfo");
+// The CPU /proc/cpuinfo names, for a program built for the instruction set
+// `built_for` (kBuiltFor: this program's). Its "model name" (x86, 32-bit
+// ARM); on 64-bit ARM, whose Linux prints none, the implementer and part
+// numbers; "an unnamed CPU" where it has neither. When the file describes
+// another instruction set than the program's, the program runs under an
+// emulator (qemu-user passes the host's /proc/cpuinfo through): the line
+// says so, since then every speed is the emulator's, not the CPU's.
+enum class Isa { x86, arm, other };
+#if defined(__x86_64__) || defined(__i386__)
+inline constexpr Isa kBuiltFor = Isa::x86;
+#elif defined(__aarch64__) || defined(__arm__)
+inline constexpr Isa kBuiltFor = Isa::arm;
+#else
+inline constexpr Isa kBuiltFor = Isa::other;
+#endif
+
+inline std::string cpu_name(std::istream& info, Isa built_for = kBuiltFor) {
+  std::string model, implementer, part;
+  bool x86 = false;  // vendor_id: a field only x86's /proc/cpuinfo has
   for (std::string line; std::getline(info, line);) {
     const auto colon = line.find(':');
-    if (line.rfind("model name", 0) == 0 && colon != std::string::npos) {
-      cpu = line.substr(std::min(line.size(), colon + 2));
-      break;
-    }
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = line.substr(std::min(line.size(), colon + 2));
+    if (key == "model name" && model.empty()) model = value;
+    if (key == "vendor_id") x86 = true;
+    if (key == "CPU implementer" && implementer.empty()) implementer = value;
+    if (key == "CPU part" && part.empty()) part = value;
   }
+  const bool arm = !implementer.empty();
+  std::string cpu = "an unnamed CPU";
+  if (!model.empty()) cpu = model;
+  else if (arm) cpu = "an ARM CPU (implementer " + implementer + ", part " + (part.empty() ? "?" : part) + ")";
+  if (built_for == Isa::arm && x86) return "an ARM CPU emulated on " + cpu + " (the speeds are the emulator's)";
+  if (built_for == Isa::x86 && arm) return "an x86 CPU emulated on " + cpu + " (the speeds are the emulator's)";
+  return cpu;
+}
+
+// The machine a figure was measured on, for the line above a benchmark's
+// figures: the CPU (cpu_name) and the vector unit this program was compiled
+// to use (Eigen's: 16 floats with AVX-512, 8 with AVX, 4 with SSE or NEON).
+// A speed belongs to one CPU and one vector width; the same program on
+// another machine prints other figures.
+inline std::string machine_description() {
+  std::ifstream info("/proc/cpuinfo");
+  const std::string cpu = cpu_name(info);
 #if defined(EIGEN_VECTORIZE_AVX512)
   const char* vector = "AVX-512, 16 floats";
 #elif defined(EIGEN_VECTORIZE_AVX2) && defined(EIGEN_VECTORIZE_FMA)
