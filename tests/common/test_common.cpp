@@ -597,8 +597,9 @@ TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_
 TEST_CASE("cpu_name: the CPU /proc/cpuinfo names, and an emulator where it describes another instruction set",
           "[common][measure]") {
   using measure::Isa;
-  const std::string x86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n"
-                          "flags\t\t: fpu sse avx2\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n";
+  const std::string x86 =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n"
+      "flags\t\t: fpu sse avx2\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n";
   // 64-bit ARM's Linux prints no model name: the implementer and part.
   const std::string arm = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
                           "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n";
