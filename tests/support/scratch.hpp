@@ -17,15 +17,16 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   namespace fs = std::filesystem;
   // Made once per name; the map's destructor, at the process's end, removes
   // them (a crashed test leaves its folder, as any crashed program does).
-  // A forked child that exits normally runs this destructor too: only the
-  // process that made the folders removes them.
+  // A forked child that exits normally runs this destructor too, over the
+  // map it inherited: each process removes only the folders named with its
+  // own process id, those it made.
   struct Made {
     std::map<std::string, fs::path> dirs;
-    pid_t owner = ::getpid();
     ~Made() {
-      if (::getpid() != owner) return;
+      const std::string mine = "-" + std::to_string(::getpid());
       std::error_code ignored;
-      for (const auto& [_, dir] : dirs) fs::remove_all(dir, ignored);
+      for (const auto& [_, dir] : dirs)
+        if (dir.filename().string().ends_with(mine)) fs::remove_all(dir, ignored);
     }
   };
   static Made made;
