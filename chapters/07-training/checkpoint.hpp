@@ -276,6 +276,12 @@ struct TensorEntry {
 // two offsets, nothing else.
 std::vector<TensorEntry> read_tensor_entries(const nlohmann::json& root, const Refusal& fail, std::string_view kind);
 
+// The metadata entry `key`, which must be there. (A copy: a reference into
+// `meta` bound where the key is a temporary string reads to GCC 14 as one
+// that may dangle.)
+std::string metadata_entry(const std::map<std::string, std::string>& meta, const std::string& key,
+                           const Refusal& fail);
+
 // The metadata's CRC-32 against the one it records (`stored`). When they
 // differ the CRC cannot say which value changed, but a key the book never
 // writes (`known` says which it writes) is a likely culprit: another writer

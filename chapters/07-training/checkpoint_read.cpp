@@ -24,6 +24,7 @@ using json = nlohmann::json;
 using Metadata = std::map<std::string, std::string>;
 using detail::hex32;
 
+using detail::metadata_entry;
 using detail::Refusal;
 using detail::TensorEntry;
 using detail::shape_text;
@@ -41,12 +42,6 @@ struct CheckpointLayout {
   uint32_t crc = 0;                                   // the data's CRC-32 the header records
 };
 
-// The metadata entry `key`, which must be there.
-const std::string& entry(const Metadata& meta, const std::string& key, const Refusal& fail) {
-  const auto it = meta.find(key);
-  if (it == meta.end()) throw fail(fmt::format("its __metadata__ has no '{}'", key));
-  return it->second;
-}
 
 // The metadata keys the book writes (checkpoint_metadata, and the seal).
 bool is_book_metadata_key(const std::string& key) {
@@ -83,11 +78,11 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
                      : fmt::format("a safetensors file, but not a chapter 7 checkpoint: its format is '{}', not '{}'",
                                    shown(format->second), kCheckpointFormat));
   }
-  if (entry(meta, "version", fail) != std::to_string(kCheckpointVersion))
-    throw fail(fmt::format("format version '{}', but this program reads version {}", shown(entry(meta, "version", fail)),
-                           kCheckpointVersion));
+  if (metadata_entry(meta, "version", fail) != std::to_string(kCheckpointVersion))
+    throw fail(fmt::format("format version '{}', but this program reads version {}",
+                           shown(metadata_entry(meta, "version", fail)), kCheckpointVersion));
   // Its seal (this README's section 8 says how another writer records it).
-  detail::check_metadata_crc(meta, entry(meta, "metadata_crc32", fail), fail, is_book_metadata_key);
+  detail::check_metadata_crc(meta, metadata_entry(meta, "metadata_crc32", fail), fail, is_book_metadata_key);
 
   return meta;
 }
@@ -97,12 +92,12 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
 ModelConfig read_configuration(const Metadata& meta, const Refusal& fail) {
   ModelConfig c;
   for (const detail::ConfigField& f : detail::kConfigFields) {
-    const std::string& text = entry(meta, f.name, fail);
+    const std::string& text = metadata_entry(meta, f.name, fail);
     if (!detail::parse_dimension(text, c.*f.value))
       throw fail(fmt::format("invalid configuration: {} = '{}' (a whole number from 1 to {})", f.name, shown(text),
                              kMaxCheckpointDimension));
   }
-  const std::string& causal = entry(meta, "causal", fail);
+  const std::string& causal = metadata_entry(meta, "causal", fail);
   if (causal != "true" && causal != "false")
     throw fail(fmt::format("invalid configuration: causal = '{}' (true or false)", shown(causal)));
   c.causal = causal == "true";
@@ -114,7 +109,7 @@ ModelConfig read_configuration(const Metadata& meta, const Refusal& fail) {
 // The vocabulary: vocab tokens, each valid and none twice.
 std::vector<std::string> read_vocabulary(const Metadata& meta, int64_t vocab, const Refusal& fail) {
   std::vector<std::string> result;
-  const std::string& tokens = entry(meta, "tokens", fail);
+  const std::string& tokens = metadata_entry(meta, "tokens", fail);
   // Counted before any is copied: at most one token per 2 bytes.
   const size_t count = size_t(std::count(tokens.begin(), tokens.end(), ' ')) + 1;
   if (int64_t(count) != vocab)
@@ -136,7 +131,7 @@ std::vector<std::string> read_vocabulary(const Metadata& meta, int64_t vocab, co
 
 // The CRC-32 of the data the header records.
 uint32_t read_data_crc(const Metadata& meta, const Refusal& fail) {
-  const std::string& crc = entry(meta, "crc32", fail);
+  const std::string& crc = metadata_entry(meta, "crc32", fail);
   if (crc.size() != 8 || crc.find_first_not_of("0123456789abcdef") != std::string::npos)
     throw fail(fmt::format("its crc32 '{}' is not 8 hexadecimal digits", shown(crc)));
   return uint32_t(std::stoul(crc, nullptr, 16));
@@ -331,6 +326,13 @@ std::vector<TensorEntry> read_tensor_entries(const json& root, const Refusal& fa
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+std::string metadata_entry(const std::map<std::string, std::string>& meta, const std::string& key,
+                           const Refusal& fail) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) throw fail(fmt::format("its __metadata__ has no '{}'", key));
+  return it->second;
 }
 
 void check_metadata_crc(const std::map<std::string, std::string>& meta, const std::string& stored,

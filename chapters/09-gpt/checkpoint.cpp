@@ -24,6 +24,7 @@ namespace {
 
 using json = nlohmann::json;
 using Metadata = std::map<std::string, std::string>;
+using detail::metadata_entry;
 using detail::Refusal;
 using detail::TensorEntry;
 
@@ -204,12 +205,6 @@ uint64_t gpt_checkpoint_size_bound(const GptConfig& cfg) {
 
 namespace {
 
-const std::string& entry(const Metadata& meta, const std::string& key, const Refusal& fail) {
-  const auto it = meta.find(key);
-  if (it == meta.end()) throw fail(fmt::format("its __metadata__ has no '{}'", key));
-  return it->second;
-}
-
 // __metadata__: a map of strings, of this format and version, sealed by its
 // own CRC-32.
 Metadata read_metadata(const json& root, const Refusal& fail) {
@@ -236,14 +231,14 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
   if (format->second != kGptCheckpointFormat)
     throw fail(fmt::format("a safetensors file, but not a chapter 9 GPT: its format is '{}', not '{}'",
                            shown(format->second), kGptCheckpointFormat));
-  if (entry(meta, "version", fail) != std::to_string(kGptCheckpointVersion))
+  if (metadata_entry(meta, "version", fail) != std::to_string(kGptCheckpointVersion))
     throw fail(fmt::format("format version '{}', but this program reads version {}",
-                           shown(entry(meta, "version", fail)), kGptCheckpointVersion));
+                           shown(metadata_entry(meta, "version", fail)), kGptCheckpointVersion));
   std::set<std::string> book = {"format", "version", "vocabulary", "text_sha256", "iteration", "iters", "seed",
                                 "optimizer", "adamw_step", "generator", "batch", "lr", "dropout", "note", "crc32",
                                 "metadata_crc32"};
   for (const GptField& f : kGptFields) book.insert(f.name);
-  detail::check_metadata_crc(meta, entry(meta, "metadata_crc32", fail), fail,
+  detail::check_metadata_crc(meta, metadata_entry(meta, "metadata_crc32", fail), fail,
                              [&](const std::string& key) { return book.count(key) > 0; },
                              " (chapter 7's README says how)");
   return meta;
@@ -252,7 +247,7 @@ Metadata read_metadata(const json& root, const Refusal& fail) {
 // A number of the metadata that must lie in [lo, hi] (hi_open: below hi).
 double read_real(const Metadata& meta, const char* key, double lo, double hi, bool lo_open, bool hi_open,
                  const Refusal& fail) {
-  const std::string& text = entry(meta, key, fail);
+  const std::string& text = metadata_entry(meta, key, fail);
   double x = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) || (lo_open ? x <= lo : x < lo) ||
@@ -271,8 +266,9 @@ std::optional<GptCheckpoint::Training> read_training(const Metadata& meta, bool 
   if (!has_optimizer) throw fail("it records the run's batch, lr and dropout but no optimizer state ('none')");
   GptCheckpoint::Training t;
   uint64_t batch = 0;
-  if (!parse_count(entry(meta, "batch", fail), 4096, batch) || batch < 1)
-    throw fail(fmt::format("its batch '{}' is not a whole number from 1 to 4096", shown(entry(meta, "batch", fail))));
+  if (!parse_count(metadata_entry(meta, "batch", fail), 4096, batch) || batch < 1)
+    throw fail(fmt::format("its batch '{}' is not a whole number from 1 to 4096",
+                           shown(metadata_entry(meta, "batch", fail))));
   t.batch = int64_t(batch);
   t.lr = read_real(meta, "lr", 0, 1, /*lo_open=*/true, /*hi_open=*/false, fail);
   t.dropout = read_real(meta, "dropout", 0, 1, /*lo_open=*/false, /*hi_open=*/true, fail);
@@ -296,7 +292,7 @@ GptLayout parse_gpt_header(std::string_view header, uint64_t data_size, const st
   GptConfig& c = ckpt.config;
 
   for (const GptField& f : kGptFields) {
-    const std::string& text = entry(meta, f.name, fail);
+    const std::string& text = metadata_entry(meta, f.name, fail);
     uint64_t v = 0;
     if (!parse_count(text, uint64_t(f.max), v) || v < 1)
       throw fail(fmt::format("impossible configuration: {} = '{}' (expected a whole number from 1 to {})", f.name,
@@ -306,35 +302,35 @@ GptLayout parse_gpt_header(std::string_view header, uint64_t data_size, const st
   if (c.d_model % c.n_heads != 0)
     throw fail(fmt::format("impossible configuration: d_model {} is not divisible by n_heads {}", c.d_model,
                            c.n_heads));
-  ckpt.vocabulary = entry(meta, "vocabulary", fail);
+  ckpt.vocabulary = metadata_entry(meta, "vocabulary", fail);
   std::vector<char32_t> chars;
   if (const std::string problem = vocabulary_problem(ckpt.vocabulary, c.vocab_size, chars); !problem.empty())
     throw fail(problem);
-  ckpt.text_sha256 = entry(meta, "text_sha256", fail);
+  ckpt.text_sha256 = metadata_entry(meta, "text_sha256", fail);
   if (ckpt.text_sha256.size() != 64 || ckpt.text_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
     throw fail(fmt::format("its text_sha256 '{}' is not 64 lower-case hexadecimal digits", shown(ckpt.text_sha256)));
   uint64_t iteration = 0, iters = 0, seed = 0, step = 0;
-  const std::string& it_text = entry(meta, "iteration", fail);
-  const std::string& iters_text = entry(meta, "iters", fail);
+  const std::string& it_text = metadata_entry(meta, "iteration", fail);
+  const std::string& iters_text = metadata_entry(meta, "iters", fail);
   if (!parse_count(iters_text, 1u << 30, iters) || iters < 1)
     throw fail(fmt::format("its iters '{}' is not a whole number from 1 to {}", shown(iters_text), 1u << 30));
   if (!parse_count(it_text, iters, iteration))
     throw fail(fmt::format("its iteration '{}' is not a whole number from 0 to iters = {}", shown(it_text), iters));
-  if (!parse_count(entry(meta, "seed", fail), UINT64_MAX, seed))
-    throw fail(fmt::format("its seed '{}' is not a whole number", shown(entry(meta, "seed", fail))));
+  if (!parse_count(metadata_entry(meta, "seed", fail), UINT64_MAX, seed))
+    throw fail(fmt::format("its seed '{}' is not a whole number", shown(metadata_entry(meta, "seed", fail))));
   ckpt.iteration = int64_t(iteration);
   ckpt.iters = int64_t(iters);
   ckpt.seed = seed;
-  const std::string& optimizer = entry(meta, "optimizer", fail);
+  const std::string& optimizer = metadata_entry(meta, "optimizer", fail);
   if (optimizer != "adamw" && optimizer != "none")
     throw fail(fmt::format("its optimizer '{}' is neither 'adamw' nor 'none'", shown(optimizer)));
   ckpt.has_optimizer = optimizer == "adamw";
-  const std::string& step_text = entry(meta, "adamw_step", fail);
+  const std::string& step_text = metadata_entry(meta, "adamw_step", fail);
   if (!parse_count(step_text, iters, step) || (ckpt.has_optimizer ? step != iteration : step != 0))
     throw fail(fmt::format("its adamw_step '{}' is not {} (one AdamW step an iteration{})", shown(step_text),
                            ckpt.has_optimizer ? iteration : 0, ckpt.has_optimizer ? "" : "; no optimizer saved"));
   ckpt.adamw_step = int64_t(step);
-  ckpt.generator = entry(meta, "generator", fail);
+  ckpt.generator = metadata_entry(meta, "generator", fail);
   if (ckpt.has_optimizer) {
     try {
       Generator check;
@@ -348,7 +344,7 @@ GptLayout parse_gpt_header(std::string_view header, uint64_t data_size, const st
   ckpt.training = read_training(meta, ckpt.has_optimizer, fail);
   if (const auto note = meta.find("note"); note != meta.end()) ckpt.note = note->second;
   {
-    const std::string& crc = entry(meta, "crc32", fail);
+    const std::string& crc = metadata_entry(meta, "crc32", fail);
     if (crc.size() != 8 || crc.find_first_not_of("0123456789abcdef") != std::string::npos)
       throw fail(fmt::format("its crc32 '{}' is not 8 hexadecimal digits", shown(crc)));
     layout.crc = uint32_t(std::stoul(crc, nullptr, 16));
