@@ -215,18 +215,13 @@ void run(int argc, char** argv) {
     rows.push_back(std::move(r));
   };
 
-  // One call of each variant before anything is measured, as the chapter's
-  // step 1 does: a function's first call touches pages of its machine code,
-  // of the stack under Eigen's products and of the allocator's tables, which
-  // would count in the first T's memory alone (the naive path measured 2.4 MB
-  // at T = 512 when that came first, 2.0 MB when it came second).
-  {
-    const Matrix W = Matrix::Constant(std::min<int64_t>(64, min_T), d_k, 0.01f);
-    (void)attention(W, W, W);
-    const TiledAttention f = tiled_attention(W, W, W, false, block);
-    (void)tiled_attention(W, W, W, true, block);
-    (void)tiled_attention_backward(W, W, W, f, W, false, block);
-  }
+  // Each variant's memory is measured after its timing runs: a function's
+  // first calls touch pages of its machine code, of the stack under Eigen's
+  // products and of the allocator's tables, which would count in the first
+  // T's memory alone (the naive path measured 2.4 MB at T = 512 when that
+  // came first, 2.0 MB when it came second; with one call at T = 64
+  // beforehand, T = 256 measured first still came out a quarter higher on
+  // Debian 13, and 0.13 times higher measured after the timing runs).
   for (int64_t T : sizes) {
     const Matrix Q = gen.randn(T, d_k), K = gen.randn(T, d_k), V = gen.randn(T, d_k), dO = gen.randn(T, d_k);
     const int64_t out_bytes = T * d_k * int64_t(sizeof(float));
@@ -234,21 +229,21 @@ void run(int argc, char** argv) {
 
     if (T <= naive_max) {
       auto naive = [&] { Attention a = attention(Q, K, V); };
-      const auto extra = measure::extra_bytes(naive, out_bytes);
-      record({T, "naive", measure::median_ms(naive, budget), extra, forward_flops});
+      const double ms = measure::median_ms(naive, budget);
+      record({T, "naive", ms, measure::extra_bytes(naive, out_bytes), forward_flops});
     }
     auto tiled = [&] { TiledAttention t = tiled_attention(Q, K, V, false, block); };
-    const auto tiled_extra = measure::extra_bytes(tiled, out_bytes);
-    record({T, "tiled", measure::median_ms(tiled, budget), tiled_extra, forward_flops});
+    const double tiled_ms = measure::median_ms(tiled, budget);
+    record({T, "tiled", tiled_ms, measure::extra_bytes(tiled, out_bytes), forward_flops});
 
     auto causal = [&] { TiledAttention t = tiled_attention(Q, K, V, true, block); };
-    const auto causal_extra = measure::extra_bytes(causal, out_bytes);
-    record({T, "tiled_causal", measure::median_ms(causal, budget), causal_extra, forward_flops / 2});
+    const double causal_ms = measure::median_ms(causal, budget);
+    record({T, "tiled_causal", causal_ms, measure::extra_bytes(causal, out_bytes), forward_flops / 2});
 
     const TiledAttention fwd = tiled_attention(Q, K, V, false, block);
     auto backward = [&] { AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, false, block); };
-    const auto backward_extra = measure::extra_bytes(backward, 3 * out_bytes);
-    record({T, "tiled_backward", measure::median_ms(backward, budget), backward_extra, 2.5 * forward_flops});
+    const double backward_ms = measure::median_ms(backward, budget);
+    record({T, "tiled_backward", backward_ms, measure::extra_bytes(backward, 3 * out_bytes), 2.5 * forward_flops});
   }
 
   std::optional<PyTorchRun> torch;
