@@ -498,7 +498,7 @@ TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinit
   // 0) in head 1 is the first bad one.
   QKV(17 * seq + 2, 1 * (d / heads)) = std::numeric_limits<float>::quiet_NaN();
   CHECK_THROWS_WITH(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O),
-                    Catch::Contains("score of query 2 and key 0 in head 1 of sequence 17 is nan"));
+                    sa::test::ContainsText("score of query 2 and key 0 in head 1 of sequence 17 is nan"));
   // An infinite K entry of key 1, head 0: every score with it is +inf or
   // -inf, by the sign of the Q entry it meets; query 1 is the first to
   // meet it. Both signs are refused (-inf would pass as a masked key).
@@ -507,7 +507,7 @@ TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinit
   for (float q : {1.0f, -1.0f}) {
     QKV(17 * seq + 1, 0) = q;
     CHECK_THROWS_WITH(attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O),
-                      Catch::Contains(fmt::format("score of query 1 and key 1 in head 0 of sequence 17 is {}",
+                      sa::test::ContainsText(fmt::format("score of query 1 and key 1 in head 0 of sequence 17 is {}",
                                                   q > 0 ? "inf" : "-inf")));
   }
 }

@@ -166,8 +166,8 @@ void require_refused(const std::string& file, const std::vector<uint8_t>& bytes,
   write_bytes(p, bytes);
   INFO("damaged file " << file << ", expecting: " << expected);
   REQUIRE_THROWS_AS(load_checkpoint(p.string()), CheckpointError);
-  REQUIRE_THROWS_WITH(load_checkpoint(p.string()), Catch::Contains(expected));
-  REQUIRE_THROWS_WITH(parse_checkpoint(bytes, p.string()), Catch::Contains(expected));
+  REQUIRE_THROWS_WITH(load_checkpoint(p.string()), sa::test::ContainsText(expected));
+  REQUIRE_THROWS_WITH(parse_checkpoint(bytes, p.string()), sa::test::ContainsText(expected));
   try {
     load_checkpoint(p.string());
   } catch (const CheckpointError& e) {
@@ -285,7 +285,7 @@ TEST_CASE("checkpoint: save, load: the same configuration, tokens and parameters
   // unknown token is refused by name.
   CHECK(encode_text("2 sep 8", back.tokens) == std::vector<int64_t>{2, 1, 8});
   CHECK_THROWS_AS(encode_text("2 9", back.tokens), UsageError);
-  CHECK_THROWS_WITH(encode_text("2 9", back.tokens), Catch::Contains("unknown token '9'"));
+  CHECK_THROWS_WITH(encode_text("2 9", back.tokens), sa::test::ContainsText("unknown token '9'"));
 }
 
 TEST_CASE("checkpoint: saves never share a temporary file, and a failed save leaves none behind",
@@ -315,19 +315,19 @@ TEST_CASE("checkpoint: saves never share a temporary file, and a failed save lea
   // written next to it is removed.
   const fs::path folder = dir / "a-folder.safetensors";
   fs::create_directories(folder / "inside");
-  CHECK_THROWS_WITH(save_checkpoint(folder.string(), t.ckpt), Catch::Contains("cannot rename"));
+  CHECK_THROWS_WITH(save_checkpoint(folder.string(), t.ckpt), sa::test::ContainsText("cannot rename"));
   CHECK(leftovers(dir, "a-folder.safetensors").empty());
   // A folder that cannot be created (a file is in the way).
   write_bytes(dir / "a-file", {1, 2, 3});
   CHECK_THROWS_WITH(save_checkpoint((dir / "a-file" / "x.safetensors").string(), t.ckpt),
-                    Catch::Contains("cannot create the folder"));
+                    sa::test::ContainsText("cannot create the folder"));
   // What could not be read back is not written: a NaN, a token with a space.
   Checkpoint bad = t.ckpt;
   bad.params.head.b->coeffRef(0) = std::numeric_limits<float>::infinity();
   CHECK_THROWS_AS(save_checkpoint((dir / "nan.safetensors").string(), bad), std::invalid_argument);
   bad = t.ckpt;
   bad.tokens[3] = "two words";
-  CHECK_THROWS_WITH(checkpoint_bytes(bad), Catch::Contains("white space"));
+  CHECK_THROWS_WITH(checkpoint_bytes(bad), sa::test::ContainsText("white space"));
   CHECK_FALSE(fs::exists(dir / "nan.safetensors"));
   CHECK(leftovers(dir, "nan.safetensors").empty());
 }
@@ -368,7 +368,7 @@ TEST_CASE("checkpoint: each save checks its own file before the rename, and remo
   // A check that fails stops the save: the earlier file stays, nothing is left aside.
   CHECK_THROWS_WITH(save_checkpoint(path.string(), t.ckpt,
                                     [](const std::string&) { throw std::runtime_error("read back differs"); }),
-                    Catch::Contains("read back differs"));
+                    sa::test::ContainsText("read back differs"));
   CHECK(read_bytes(path) == last);
   CHECK(leftovers(dir, "race.safetensors").empty());
 
@@ -416,10 +416,10 @@ TEST_CASE("checkpoint: a folder or a pipe under a checkpoint's name, or too litt
   CHECK(bound >= good_bytes(t).size());
   CHECK(bound <= 2 * good_bytes(t).size() + 16384);
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint-dir", {{(dir / "taken.safetensors").string(), bound}}),
-                    Catch::Contains("taken.safetensors' is a folder"));
+                    sa::test::ContainsText("taken.safetensors' is a folder"));
   REQUIRE(::mkfifo((dir / "pipe.safetensors").c_str(), 0600) == 0);
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint-dir", {{(dir / "pipe.safetensors").string(), bound}}),
-                    Catch::Contains("is not a regular file"));
+                    sa::test::ContainsText("is not a regular file"));
   CHECK_NOTHROW(require_checkpoint_targets("--checkpoint-dir", {{(dir / "free.safetensors").string(), bound}}));
   // Names the save could not write, each found only then, after the
   // training: one whose temporary file (".NAME.tmp-PID-XXXXXX") would be
@@ -427,13 +427,13 @@ TEST_CASE("checkpoint: a folder or a pipe under a checkpoint's name, or too litt
   // symbolic links.
   const std::string long_name = std::string(240, 'n') + ".safetensors";
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / long_name).string(), bound}}),
-                    Catch::Contains("has 252 bytes; at most") && Catch::Contains("for the temporary file the save writes first"));
+                    sa::test::ContainsText("has 252 bytes; at most") && sa::test::ContainsText("for the temporary file the save writes first"));
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / std::string(300, 'n')).string(), bound}}),
-                    Catch::Contains("File name too long"));
+                    sa::test::ContainsText("File name too long"));
   fs::create_symlink("loop-b", dir / "loop-a");
   fs::create_symlink("loop-a", dir / "loop-b");
   CHECK_THROWS_WITH(require_checkpoint_targets("--checkpoint", {{(dir / "loop-a" / "m.safetensors").string(), bound}}),
-                    Catch::Contains("Too many levels of symbolic links"));
+                    sa::test::ContainsText("Too many levels of symbolic links"));
   // The room rule: the targets together and 1 MiB to spare.
   CHECK(checkpoint_room_problem("d", 200 * 1024, 700 * 1024).find("has 200.0 KiB free, but the checkpoints this run "
                                                                  "saves need about 700.0 KiB") != std::string::npos);
@@ -448,8 +448,8 @@ TEST_CASE("checkpoint: a missing, empty, truncated or extended file is refused",
   // CheckpointError is a UsageError: run_program turns it into one line
   // and exit status 2.
   STATIC_REQUIRE(std::is_base_of_v<UsageError, CheckpointError>);
-  CHECK_THROWS_WITH(load_checkpoint(scratch("does-not-exist.safetensors").string()), Catch::Contains("no such file"));
-  CHECK_THROWS_WITH(load_checkpoint(scratch("").string()), Catch::Contains("is a folder"));
+  CHECK_THROWS_WITH(load_checkpoint(scratch("does-not-exist.safetensors").string()), sa::test::ContainsText("no such file"));
+  CHECK_THROWS_WITH(load_checkpoint(scratch("").string()), sa::test::ContainsText("is a folder"));
   require_refused("empty.safetensors", {}, "empty");
   // Cut inside the header length, inside the header, inside the data, and
   // just before the end.
@@ -464,7 +464,7 @@ TEST_CASE("checkpoint: a missing, empty, truncated or extended file is refused",
   const fs::path fifo = scratch("pipe.safetensors");
   fs::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK_THROWS_WITH(load_checkpoint(fifo.string()), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(load_checkpoint(fifo.string()), sa::test::ContainsText("not a regular file"));
   fs::remove(fifo);
 }
 

@@ -145,27 +145,27 @@ TEST_CASE("encode: a character outside the vocabulary is refused in one line nam
   const std::string message = refusal([&] { encode(vocab, "bad cafe"); });
   // (a failed check quotes the message itself: "expected message to contain ..., got ...")
   INFO("encode(vocab of \"abc de\\n\", \"bad cafe\"): 'f' is the only missing character, at position 6");
-  CHECK_THAT(message, Catch::Matchers::Contains("'f'"));
-  CHECK_THAT(message, Catch::Matchers::Contains("position 6"));
-  CHECK_THAT(message, !Catch::Matchers::Contains("\n"));
+  CHECK_THAT(message, sa::test::ContainsText("'f'"));
+  CHECK_THAT(message, sa::test::ContainsText("position 6"));
+  CHECK_THAT(message, !sa::test::ContainsText("\n"));
   // A character of several bytes: its position counts characters, not bytes.
   const std::string accented = refusal([&] { encode(vocab, "\xc3\xa9" "bc\xc3\xa9"); });
   INFO("encode(\"ébcé\") names the first é at position 0");
-  CHECK_THAT(accented, Catch::Matchers::Contains("position 0"));
+  CHECK_THAT(accented, sa::test::ContainsText("position 0"));
   const std::string second = refusal([&] { encode(vocab, "a\xf0\x9f\x98\x80"); });
   INFO("encode(\"a😀\") names 😀 at position 1 (byte 1, since 'a' is one byte)");
-  CHECK_THAT(second, Catch::Matchers::Contains("position 1"));
+  CHECK_THAT(second, sa::test::ContainsText("position 1"));
   const std::string third = refusal([&] { encode(vocab, "\xc3\xa9\xc3\xa9X"); });
   INFO("encode(\"ééX\"): é at position 0 comes first");
-  CHECK_THAT(third, Catch::Matchers::Contains("position 0"));
+  CHECK_THAT(third, sa::test::ContainsText("position 0"));
 }
 
 TEST_CASE("encode: positions count characters, not bytes", "[ch09][encode]") {
   const CharVocab vocab = build_vocab("\xc3\xa9\xe2\x80\x94 ab");  // é, —, space, a, b
   const std::string message = refusal([&] { encode(vocab, "\xc3\xa9\xe2\x80\x94 abz"); });
   INFO("encode(\"é— abz\"): 'z' is character 5 (byte 8)");
-  CHECK_THAT(message, Catch::Matchers::Contains("'z'"));
-  CHECK_THAT(message, Catch::Matchers::Contains("position 5"));
+  CHECK_THAT(message, sa::test::ContainsText("'z'"));
+  CHECK_THAT(message, sa::test::ContainsText("position 5"));
 }
 
 TEST_CASE("encode: an empty text, or bytes that are not UTF-8, is refused", "[ch09][encode]") {

@@ -6,7 +6,7 @@
 #include "build_log.hpp"
 #include "build_progress.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 // The logs were recorded in a copy of the tree at this path.
 const std::string kRecordedRoot = "/work/wt-checker";

@@ -4,7 +4,7 @@
 #include "checker_fixtures.hpp"
 #include "../support/scratch.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -4,7 +4,7 @@
 #include "chapters.hpp"
 #include "check_options.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 // functions and their bodies, comments and spacing aside.
 #include "exercise_functions.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 #include "exercise_functions.hpp"
 #include "hints.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <sstream>
 #include <string>

@@ -9,7 +9,7 @@
 #include "classify.hpp"
 #include "report.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <nlohmann/json.hpp>
 
 #include <sstream>

@@ -4,7 +4,7 @@
 #include "chapters.hpp"
 #include "reset.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <filesystem>
 #include <sstream>

@@ -7,7 +7,7 @@
 #include "classify.hpp"
 #include "crash_words.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <csignal>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // polling fallback compares changes with a file's content.
 #include "watch.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <unistd.h>
 

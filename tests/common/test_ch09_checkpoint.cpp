@@ -9,7 +9,7 @@
 #include "07-training/checkpoint.hpp"
 #include "support/scratch.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -252,7 +252,7 @@ TEST_CASE("chapter 9 checkpoint: K iterations, a save, a load and K more end bit
 TEST_CASE("chapter 9 checkpoint: a damaged file is refused in one line naming the problem", "[ch09_checkpoint]") {
   const Bytes& good = good_bytes();
   REQUIRE(refusal(good).empty());
-  const auto contains = [](const std::string& s) { return Catch::Contains(s); };
+  const auto contains = [](const std::string& s) { return sa::test::ContainsText(s); };
 
   // The file's size and the header length.
   CHECK(refusal({}) == "checkpoint 'test.safetensors': the file is empty");
@@ -391,9 +391,9 @@ TEST_CASE("chapter 9 checkpoint: a chapter 7 checkpoint, a folder and a missing 
 
   const std::filesystem::path dir = sa::test::scratch_dir("sa-test-ch09") / "folder.safetensors";
   std::filesystem::create_directories(dir);
-  CHECK_THROWS_WITH(load_gpt_checkpoint(dir.string()), Catch::Contains("is a folder, not a file"));
+  CHECK_THROWS_WITH(load_gpt_checkpoint(dir.string()), sa::test::ContainsText("is a folder, not a file"));
   std::filesystem::remove(dir);
-  CHECK_THROWS_WITH(load_gpt_checkpoint(dir.string()), Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(load_gpt_checkpoint(dir.string()), sa::test::ContainsText("no such file"));
 }
 
 TEST_CASE("chapter 9 checkpoint: require_same_model refuses another size, text or vocabulary, naming both",
@@ -409,29 +409,29 @@ TEST_CASE("chapter 9 checkpoint: require_same_model refuses another size, text o
   GptRunPlan other_text = plan;
   other_text.text_sha256 = std::string(64, '0');
   CHECK_THROWS_WITH(require_same_model(ck, other_text, "c.safetensors"),
-                    Catch::Contains("trained on another text: SHA-256 " + kSha));
+                    sa::test::ContainsText("trained on another text: SHA-256 " + kSha));
   GptRunPlan other_vocab = plan;
   other_vocab.vocabulary = "\n abd";
   CHECK_THROWS_WITH(require_same_model(ck, other_vocab, "c.safetensors"),
-                    Catch::Contains("another vocabulary: its token 4 is 'c', but this run's is 'd'"));
+                    sa::test::ContainsText("another vocabulary: its token 4 is 'c', but this run's is 'd'"));
 }
 
 TEST_CASE("chapter 9 checkpoint: the writer refuses what the reader would refuse", "[ch09_checkpoint]") {
   GptCheckpoint c = trained_checkpoint();
   c.params.tok(0, 0) = std::numeric_limits<float>::infinity();
-  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("tensor tok holds a NaN or infinite value"));
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("tensor tok holds a NaN or infinite value"));
   c = trained_checkpoint();
   c.vocabulary = "abc";
-  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("the vocabulary holds 3 characters, but vocab_size = 5"));
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("the vocabulary holds 3 characters, but vocab_size = 5"));
   c = trained_checkpoint();
   c.generator = "not a state";
   CHECK_THROWS_AS(gpt_checkpoint_bytes(c), std::invalid_argument);
   c = trained_checkpoint();
   c.adamw_step = 2;
-  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("AdamW's step count 2 is not the iteration 3"));
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("AdamW's step count 2 is not the iteration 3"));
   c = trained_checkpoint();
   c.training->lr = 0;
-  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), Catch::Contains("the run's batch 3, lr 0, dropout 0.1: expected"));
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("the run's batch 3, lr 0, dropout 0.1: expected"));
 }
 
 TEST_CASE("chapter 9 checkpoint: any changed byte is refused in one line, or changes nothing", "[ch09_checkpoint]") {

@@ -6,7 +6,7 @@
 // analytic gradient away from the numeric one.
 #include "09-gpt/model.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 
 #include <cmath>

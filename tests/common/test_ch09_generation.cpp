@@ -6,7 +6,7 @@
 // training, and random weights make every logit differ from token to token.
 #include "09-gpt/model.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -13,7 +13,7 @@
 #include "support/compare.hpp"
 #include "support/fixtures.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 
 #include <algorithm>

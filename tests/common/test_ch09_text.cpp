@@ -5,7 +5,7 @@
 // not in tests/09-gpt/, whose every case an untouched stub must fail.
 #include "09-gpt/data.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <stdexcept>
 #include <string>

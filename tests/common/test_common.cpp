@@ -11,7 +11,7 @@
 #include "sa/tensor.hpp"
 #include "sa/text.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 
 #include <sys/wait.h>

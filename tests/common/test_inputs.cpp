@@ -7,7 +7,7 @@
 
 #include <sys/stat.h>
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <chrono>
 #include <filesystem>

@@ -4,7 +4,7 @@
 #include "sa/plot.hpp"
 #include "support/scratch.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -444,7 +444,7 @@ TEST_CASE("plot: a gnuplot that stops before the end of its script is an error, 
   labels[0] = std::string(100000, 'w');
   const plot::Heatmap hm = plot::weights_heatmap("long", causal_weights(), labels);
   CHECK_THROWS_WITH(plot::heatmap_grid((dir / "long.png").string(), "long", 1, 2, {hm, hm}),
-                    Catch::Contains("gnuplot failed drawing"));
+                    sa::test::ContainsText("gnuplot failed drawing"));
   CHECK(temporaries_in(dir) == 0);
 }
 
@@ -520,7 +520,7 @@ TEST_CASE("plot: on a full disk a figure fails saying so, and the old figure sta
     plot::heatmap(path, plot::weights_heatmap("new", causal_weights(), kTokens));
     FAIL("a figure was drawn on a full disk");
   } catch (const std::runtime_error& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("the disk is full"));
+    CHECK_THAT(e.what(), sa::test::ContainsText("the disk is full"));
   }
   CHECK(is_complete_png(path));
   CHECK(fs::file_size(path) == old_size);

@@ -1,12 +1,12 @@
 // Catch2 for the suites, with one change: CHECK_THROWS_AS and
-// REQUIRE_THROWS_AS say which call they are running. Catch2 2 learns of an
-// assertion only when it ends, so a crash or a hang inside one (a refusal
-// test whose exercise reads past a matrix instead of refusing) could not
-// name the call, nor the exception it should have thrown
-// (tests/support/main.cpp adds both to the message).
+// REQUIRE_THROWS_AS say which call they are running. Catch2 tells a
+// listener of an assertion only when it ends, so a crash or a hang inside
+// one (a refusal test whose exercise reads past a matrix instead of
+// refusing) could not name the call, nor the exception it should have
+// thrown (tests/support/main.cpp adds both to the message).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 
 namespace sa::test {
 

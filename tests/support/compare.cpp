@@ -1,6 +1,6 @@
 #include "support/compare.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch2_compat.hpp"
 #include <fmt/format.h>
 
 #include <cmath>

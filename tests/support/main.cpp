@@ -16,12 +16,26 @@
 //    crashed, called exit() or never returned.
 //
 // Catch2's own main() and implementation come compiled, from Debian's
-// libCatch2WithMain.a: compiling them here took 25 s, the longest step of a
-// first `./book test` or `./book check`. This file registers the translator
-// and the listener with it; a listener needs Catch2's reporter interfaces,
-// which CATCH_CONFIG_EXTERNAL_INTERFACES declares.
+// libCatch2WithMain.a (Catch2 2.13) or libCatch2Main.a (Catch2 3): compiling
+// them here took 25 s, the longest step of a first `./book test` or
+// `./book check`. This file registers the translator and the listener with
+// it. It is written for both Catch2 versions (support/catch2_compat.hpp):
+// where their interfaces differ, the lines below the includes say each
+// one's way.
+#if __has_include(<catch2/catch_version_macros.hpp>)
+#include <catch2/catch_test_case_info.hpp>
+#include <catch2/interfaces/catch_interfaces_exception.hpp>
+#include <catch2/interfaces/catch_interfaces_registry_hub.hpp>
+#include <catch2/interfaces/catch_interfaces_testcase.hpp>
+#include <catch2/internal/catch_test_failure_exception.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
+#else
+// (a listener needs Catch2 2's reporter interfaces, which
+// CATCH_CONFIG_EXTERNAL_INTERFACES declares)
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
+#endif
 
 #include "support/catch.hpp"
 
@@ -63,6 +77,27 @@ const char* running_throws_check() noexcept { return running_check; }
 
 namespace {
 
+// What differs between Catch2 2 and 3, for the code below.
+#if CATCH_VERSION_MAJOR >= 3
+using ListenerBase = Catch::EventListenerBase;
+// Every test case of the suite, hidden ones too.
+const std::vector<Catch::TestCaseInfo*>& every_test_case() {
+  return Catch::getRegistryHub().getTestCaseRegistry().getAllInfos();
+}
+std::string tag_name(const Catch::Tag& tag) { return std::string(tag.original); }
+const Catch::TestCaseInfo& case_info(const Catch::TestCaseStats& stats) { return *stats.testInfo; }
+#else
+using ListenerBase = Catch::TestEventListenerBase;
+std::vector<const Catch::TestCaseInfo*> every_test_case() {
+  std::vector<const Catch::TestCaseInfo*> cases;
+  for (const Catch::TestCase& test : Catch::getRegistryHub().getTestCaseRegistry().getAllTests())
+    cases.push_back(&test);
+  return cases;
+}
+const std::string& tag_name(const std::string& tag) { return tag; }
+const Catch::TestCaseInfo& case_info(const Catch::TestCaseStats& stats) { return stats.testInfo; }
+#endif
+
 std::string demangle(const char* name) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
@@ -81,6 +116,10 @@ class NameEveryException : public Catch::IExceptionTranslator {
       return (*it)->translate(it + 1, end);
     } catch (const Catch::TestFailureException&) {
       throw;
+#if CATCH_VERSION_MAJOR >= 3
+    } catch (const Catch::TestSkipException&) {  // (how SKIP() stops a test case)
+      throw;
+#endif
     } catch (const sa::NotImplemented& e) {
       return std::string(e.what()) + "\n  hint: " + e.hint();
     } catch (const std::bad_alloc&) {
@@ -99,7 +138,11 @@ class NameEveryException : public Catch::IExceptionTranslator {
 };
 
 [[maybe_unused]] const bool registered = [] {
+#if CATCH_VERSION_MAJOR >= 3
+  Catch::getMutableRegistryHub().registerTranslator(Catch::Detail::make_unique<NameEveryException>());
+#else
   Catch::getMutableRegistryHub().registerTranslator(new NameEveryException);
+#endif
   return true;
 }();
 
@@ -154,7 +197,7 @@ std::string comparison_sentence(const std::string& expression, const std::string
 }
 
 // A failed CHECK_THAT(text, Contains("x")), which Catch2 reports as
-// "text, Catch::Matchers::Contains(\"x\")" and "\"abc\" contains: \"x\"", as
+// "text, sa::test::ContainsText(\"x\")" and "\"abc\" contains: \"x\"", as
 // "expected text to contain \"x\", got \"abc\"". Empty for other matchers.
 std::string matcher_sentence(const std::string& expression, const std::string& expanded) {
   static const std::pair<const char*, const char*> kMatchers[] = {
@@ -199,14 +242,14 @@ struct Failure {
 
 Failure describe(const Catch::AssertionStats& stats) {
   const Catch::AssertionResult& r = stats.assertionResult;
-  const std::string macro(r.getTestMacroName());
+  const std::string macro(r.getTestMacroName()), r_message(r.getMessage());
   const bool throws_as = macro.find("THROWS_AS") != std::string::npos;
   const bool throws = macro.find("THROWS") != std::string::npos && macro.find("NOTHROW") == std::string::npos;
   std::string message, during;
   if (r.getResultType() == Catch::ResultWas::FatalErrorCondition) {
     // Catch2 caught a signal: name it the way `check` names crashes. (A
     // SIGTERM is `check`'s time limit; `check` reports it as a time-out.)
-    message = sa::check::caught_signal_sentence(r.getMessage());
+    message = sa::check::caught_signal_sentence(r_message);
     // Inside a CHECK_THROWS_AS: the call it was running, and what it should
     // have thrown (support/catch.hpp). A crash in a refusal test is a
     // refusal missing.
@@ -223,7 +266,7 @@ Failure describe(const Catch::AssertionStats& stats) {
     }
   } else if (r.getResultType() == Catch::ResultWas::ThrewException) {
     // The translator's text: "not implemented yet: ...", "crashed: ..." or what().
-    const std::string what = r.getMessage();
+    const std::string& what = r_message;
     if (starts_with(what, "not implemented yet:")) {
       message = what;
     } else if (starts_with(what, "crashed:")) {
@@ -248,7 +291,7 @@ Failure describe(const Catch::AssertionStats& stats) {
                 "where a result was expected: " + what + (known ? " (in " + r.getExpression() + ")" : "");
     }
   } else if (r.hasMessage()) {
-    message = r.getMessage();  // FAIL(...) or a helper's explanation
+    message = r_message;  // FAIL(...) or a helper's explanation
   } else if (r.hasExpression()) {
     const std::string expression = r.getExpression(), expanded = r.getExpandedExpression();
     const bool matcher = macro.find("THAT") != std::string::npos;
@@ -267,7 +310,7 @@ Failure describe(const Catch::AssertionStats& stats) {
   for (const Catch::MessageInfo& info : stats.infoMessages) {
     // (nor an INFO the message already quotes: a test names its input
     // with INFO so that a crash or an exception says it too)
-    if (info.message.empty() || (r.hasMessage() && info.message == r.getMessage()) ||
+    if (info.message.empty() || (r.hasMessage() && info.message == r_message) ||
         message.find(info.message) != std::string::npos)
       continue;
     context += (context.empty() ? "" : "; ") + info.message;
@@ -284,17 +327,17 @@ Failure describe(const Catch::AssertionStats& stats) {
 
 // The function a test case is about: its tag after [chNN], e.g. [softmax_rows].
 std::string function_under_test(const Catch::TestCaseInfo& info) {
-  for (const std::string& tag : info.tags)
-    if (!(tag.size() == 4 && starts_with(tag, "ch"))) return tag;
+  for (const auto& t : info.tags)
+    if (const std::string tag = tag_name(t); !(tag.size() == 4 && starts_with(tag, "ch"))) return tag;
   return "";
 }
 
 // Every function some test case is about: the tags of all test cases.
 std::set<std::string> functions_under_test() {
   std::set<std::string> names;
-  for (const Catch::TestCase& test : Catch::getRegistryHub().getTestCaseRegistry().getAllTests())
-    for (const std::string& tag : test.tags)
-      if (!(tag.size() == 4 && starts_with(tag, "ch"))) names.insert(tag);
+  for (const Catch::TestCaseInfo* test : every_test_case())
+    for (const auto& t : test->tags)
+      if (const std::string tag = tag_name(t); !(tag.size() == 4 && starts_with(tag, "ch"))) names.insert(tag);
   return names;
 }
 
@@ -484,22 +527,22 @@ void on_output_limit(int signal) {
   std::raise(signal);
 }
 
-class CheckReport : public Catch::TestEventListenerBase {
+class CheckReport : public ListenerBase {
  public:
-  using TestEventListenerBase::TestEventListenerBase;
+  using ListenerBase::ListenerBase;
 
   // SECTIONs name the input a failure is about: keep the open ones.
   void sectionStarting(const Catch::SectionInfo& info) override {
-    TestEventListenerBase::sectionStarting(info);
+    ListenerBase::sectionStarting(info);
     sections_.push_back(info.name);
   }
   void sectionEnded(const Catch::SectionStats& stats) override {
-    TestEventListenerBase::sectionEnded(stats);
+    ListenerBase::sectionEnded(stats);
     if (!sections_.empty()) sections_.pop_back();
   }
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
-    TestEventListenerBase::testCaseStarting(info);
+    ListenerBase::testCaseStarting(info);
     sections_.clear();
     first_failure_.clear();
     hint_.clear();
@@ -520,7 +563,35 @@ class CheckReport : public Catch::TestEventListenerBase {
     }
   }
 
+#if CATCH_VERSION_MAJOR >= 3
+  void assertionEnded(const Catch::AssertionStats& stats) override {
+    note_failure(stats);
+    ListenerBase::assertionEnded(stats);
+  }
+#else
   bool assertionEnded(const Catch::AssertionStats& stats) override {
+    note_failure(stats);
+    return ListenerBase::assertionEnded(stats);
+  }
+#endif
+
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    ListenerBase::testCaseEnded(stats);
+    const char* path = report_path();
+    if (!path) return;
+    std::ofstream out(path, std::ios::app);
+    const bool passed = stats.totals.assertions.allPassed() && first_failure_.empty();
+    const char* kind = passed                                           ? "pass"
+                       : starts_with(first_failure_, "not implemented yet:") ? "todo"
+                       : starts_with(first_failure_, "crashed:")             ? "crash"
+                                                                             : "fail";
+    out << kind << '\t' << one_line(case_info(stats).name) << '\t' << one_line(first_failure_) << '\t'
+        << one_line(hint_) << std::endl;
+  }
+
+ private:
+  // A crash's site, and the first failure of the test case with its hint.
+  void note_failure(const Catch::AssertionStats& stats) {
     if (stats.assertionResult.getResultType() == Catch::ResultWas::FatalErrorCondition) {
       if (const char* path = report_path()) {
         const std::string where = innermost_of(functions_);
@@ -543,24 +614,8 @@ class CheckReport : public Catch::TestEventListenerBase {
         message += " (section: " + sections_.back() + ")";
       first_failure_ = message;
     }
-    return TestEventListenerBase::assertionEnded(stats);
   }
 
-  void testCaseEnded(const Catch::TestCaseStats& stats) override {
-    TestEventListenerBase::testCaseEnded(stats);
-    const char* path = report_path();
-    if (!path) return;
-    std::ofstream out(path, std::ios::app);
-    const bool passed = stats.totals.assertions.allPassed() && first_failure_.empty();
-    const char* kind = passed                                           ? "pass"
-                       : starts_with(first_failure_, "not implemented yet:") ? "todo"
-                       : starts_with(first_failure_, "crashed:")             ? "crash"
-                                                                             : "fail";
-    out << kind << '\t' << one_line(stats.testInfo.name) << '\t' << one_line(first_failure_) << '\t'
-        << one_line(hint_) << std::endl;
-  }
-
- private:
   static const char* report_path() {
     const char* path = std::getenv("SA_CHECK_REPORT");
     return path && *path ? path : nullptr;
@@ -584,7 +639,7 @@ TEST_CASE("the suite's test cases, for check", "[.sa-list]") {
   const char* path = std::getenv("SA_CHECK_LIST");
   if (!path || !*path) return;
   std::ofstream out(path);
-  for (const Catch::TestCase& test : Catch::getRegistryHub().getTestCaseRegistry().getAllTests())
-    if (!test.isHidden()) out << one_line(test.name) << '\n';
+  for (const Catch::TestCaseInfo* test : every_test_case())
+    if (!test->isHidden()) out << one_line(test->name) << '\n';
   out << "\t\n";
 }
