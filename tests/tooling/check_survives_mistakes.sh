@@ -6,8 +6,9 @@
 # (row_entropy), a segmentation fault (focus), an index one past a matrix's end (softmax_backward: Eigen's check aborts) and a
 # wrong value (attention's output doubled, with an unused variable the compiler warns about); into chapter 5 `throw 42`
 # (mask_and) and std::exit(0) (padding_masks); into chapter 4 an endless loop
-# in combine_heads, which multi_head_attention calls; into chapter 2 a compile
-# error.
+# in combine_heads, which multi_head_attention calls (a forgotten ++b: a
+# loop without side effects, which the compiler may assume ends and delete
+# unless told not to, -fno-finite-loops); into chapter 2 a compile error.
 # Then `./book check --timeout 2` must finish, print the whole table, count
 # every test case of each suite, and name each crashed or hung test case and
 # what happened to it, in which function (for chapter 4: combine_heads, not
@@ -55,7 +56,8 @@ grep -q '2 \* result.weights' "$B/exercises/03-softmax/softmax.cpp" || { echo "c
 # (a warning also under CI's -Werror: the pragma keeps it one).
 inject "$B/exercises/03-softmax/softmax.cpp" 'Attention attention(' 'const double scale = 2.0;'
 sed -i '1i #pragma GCC diagnostic warning "-Wunused-variable"' "$B/exercises/03-softmax/softmax.cpp"
-inject "$B/exercises/04-multi-head/multihead.cpp" 'Matrix combine_heads(' 'static volatile int spin = 0; while (spin == 0) {}'
+inject "$B/exercises/04-multi-head/multihead.cpp" 'Matrix combine_heads(' \
+  'int64_t rows = 0; for (int64_t b = 0; b < heads.batch();) rows += heads.seq(); (void)rows;'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'Mask mask_and(' 'throw 42;'
 inject "$B/exercises/05-causal-mask/mask.cpp" 'std::vector<Mask> padding_masks(' 'std::exit(0);'
 inject "$B/exercises/02-scaling/scaling.cpp" 'Matrix scaled_scores(' 'retrun Q;'
