@@ -97,7 +97,7 @@ TEST_CASE("a wrong value and an unwritten exercise keep the listener's words and
 TEST_CASE("Catch2's FatalErrorCondition and a signal seen from outside say the same", "[checker]") {
   using sa::check::caught_signal_sentence;
   using sa::check::signal_sentence;
-  // Catch2 2.13's own descriptions of the signals it catches.
+  // Catch2's own descriptions of the signals it catches (2.13 and 3 word them alike).
   CHECK(caught_signal_sentence("SIGSEGV - Segmentation violation signal") == signal_sentence(SIGSEGV));
   CHECK(caught_signal_sentence("SIGABRT - Abort (abnormal termination) signal") == signal_sentence(SIGABRT));
   CHECK(caught_signal_sentence("SIGFPE - Floating point error signal") == signal_sentence(SIGFPE));
