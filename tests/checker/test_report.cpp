@@ -197,6 +197,46 @@ TEST_CASE("with --json, check prints one object per test case", "[checker]") {
   CHECK(first["function"] == "context_vector");
   CHECK(json["chapters"][1]["status"] == "does not compile");
   CHECK(json["exit_status"] == 1);
+  // Every chapter has its warnings, an empty list where nothing was compiled.
+  for (const nlohmann::json& chapter : json["chapters"]) {
+    INFO(chapter.dump());
+    CHECK(chapter["warnings"].is_array());
+  }
+}
+
+TEST_CASE("a suite that stopped before its first test counts the tests that could not run", "[checker]") {
+  // A global object of the reader's that prints and aborts as the suite
+  // starts: one result says so, what it printed below it, and the count is
+  // the suite's, not 0/1.
+  ChapterReport c;
+  c.chapter = "02-scaling";
+  sa::check::CaseResult start{sa::check::Status::crash, "the suite's start, before any test", "",
+                              "crashed: abort before any test started: code that runs outside any test", ""};
+  start.printed = {{"hello from a global"}, 0};
+  c.results = {start};
+  c.tests_not_run = 9;
+  const std::string text = sa::check::chapter_text(c, false);
+  CHECK(text.starts_with("  02-scaling             …  in progress   0/9 tests, none could run\n"));
+  CHECK(text.find("          it printed: \"hello from a global\"\n") != std::string::npos);
+  CheckReport report;
+  report.chapters = {c};
+  const nlohmann::json json = nlohmann::json::parse(sa::check::report_json(report));
+  CHECK(json["chapters"][0]["tests"] == 9);
+  CHECK(json["chapters"][0]["passed"] == 0);
+  CHECK(sa::check::exit_status(report) == 1);
+}
+
+TEST_CASE("under --watch the advice does not say to run check again", "[checker]") {
+  CheckReport report;
+  ChapterReport c;
+  c.chapter = "03-softmax";
+  c.results = {{sa::check::Status::fail, "c", "attention", "expected x to be 1, got 2", ""}};
+  report.chapters = {c};
+  CHECK(sa::check::summary_text(report).ends_with("Run ./book check again after each change (or ./book check --watch).\n"));
+  report.watching = true;
+  const std::string watched = sa::check::summary_text(report);
+  CHECK(watched.find("Fix: c\n") != std::string::npos);
+  CHECK(watched.find("Run ./book check again") == std::string::npos);
 }
 
 TEST_CASE("with --json, bytes that are not UTF-8 in a message or a compile error do not stop the report",

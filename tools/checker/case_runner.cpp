@@ -227,7 +227,9 @@ Listing list_test_cases(const fs::path& suite, const Limits& limits, const fs::p
     return listing;
   }
   // (what runs outside any test is the reader's code too: a global object's
-  // constructor or destructor, a static variable's initializer)
+  // constructor or destructor, a static variable's initializer; what it
+  // printed is shown, as for a test case)
+  listing.printed = printed_of(read_file(output));
   const std::string outside = "code that runs outside any test (a global object's constructor, or a static "
                               "variable's initializer, in the exercises?)";
   if (c.timed_out) {

@@ -47,6 +47,7 @@ struct Listing {
   std::vector<std::string> names;
   std::string problem;            // empty when listed
   Status status = Status::crash;  // with a problem: crash, or timeout
+  CaseResult::Printed printed;    // with a problem: what the suite printed first
 };
 Listing list_test_cases(const std::filesystem::path& suite, const Limits& limits,
                         const std::filesystem::path& scratch);

@@ -155,6 +155,7 @@ int check_once(const CheckOptions& o) {
   report.book_chapters = o.book_chapters;
   report.timeout_seconds = o.timeout_seconds;
   report.untouched_rule = o.untouched_rule;
+  report.watching = o.watch;
   Limits limits;
   limits.timeout_seconds = o.timeout_seconds;
   // The test cases at once: one a core, each with its share of the memory.
@@ -184,7 +185,9 @@ int check_once(const CheckOptions& o) {
         start.status = listing.status;
         start.test = "the suite's start, before any test";
         start.message = listing.problem;
+        start.printed = listing.printed;
         chapter.results = {start};
+        chapter.tests_not_run = suite_size(chapter.chapter);
       }
       if (const fs::path record = record_folder(); !record.empty())
         std::ofstream(record / (chapter.chapter + ".results")) << results_record(chapter.results);

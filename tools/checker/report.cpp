@@ -116,12 +116,17 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     return out.str();
   }
   const Counts c = count(chapter.results);
-  out << "  " << pad(chapter.chapter, 22) << " " << pad(status_word(c), 18) << " " << c.pass << "/" << c.total()
-      << " tests";
-  if (c.fail) out << ", " << c.fail << " failed";
-  if (c.crash) out << ", " << c.crash << " crashed";
-  if (c.timeout) out << ", " << c.timeout << " timed out";
-  out << "\n";
+  if (chapter.tests_not_run > 0) {
+    out << "  " << pad(chapter.chapter, 22) << " " << pad("…  in progress", 18) << " 0/" << chapter.tests_not_run
+        << " tests, none could run\n";
+  } else {
+    out << "  " << pad(chapter.chapter, 22) << " " << pad(status_word(c), 18) << " " << c.pass << "/" << c.total()
+        << " tests";
+    if (c.fail) out << ", " << c.fail << " failed";
+    if (c.crash) out << ", " << c.crash << " crashed";
+    if (c.timeout) out << ", " << c.timeout << " timed out";
+    out << "\n";
+  }
   // A crash or a hang is named at once: it is the case a reader cannot
   // guess. Test cases that broke the same way (one endless loop reached by
   // twenty tests) share one message: four are named, or three and a count.
@@ -208,7 +213,7 @@ std::string summary_text(const CheckReport& report) {
     case Advice::Kind::fix: out << "Fix: " << a.test << "\n  " << a.message << "\n"; break;
     case Advice::Kind::none: break;
   }
-  if (a.kind != Advice::Kind::none)
+  if (a.kind != Advice::Kind::none && !report.watching)
     out << "Run ./book check again after each change (or ./book check --watch).\n";
   else if (exit_status(report) == 0 && !report.untouched_rule)
     out << "Every test passes.\n";
@@ -283,13 +288,14 @@ std::string report_json(const CheckReport& report) {
         std::string word = status_word(c);
         summary["status"] = word.substr(word.find("  ") + 2);
         summary["passed"] = c.pass;
-        summary["tests"] = c.total();
-        // (every one, passed or not: a tool decides)
-        summary["warnings"] = json::array();
-        for (const std::string& w : chapter.warnings) summary["warnings"].push_back(warning_json(w));
+        summary["tests"] = chapter.tests_not_run > 0 ? chapter.tests_not_run : c.total();
         break;
       }
     }
+    // (every chapter has the key, empty where nothing was compiled; every
+    // warning, passed or not: a tool decides)
+    summary["warnings"] = json::array();
+    for (const std::string& w : chapter.warnings) summary["warnings"].push_back(warning_json(w));
     chapters.push_back(summary);
     for (const CaseResult& r : chapter.results)
       tests.push_back({{"chapter", chapter.chapter},

@@ -17,6 +17,10 @@ struct ChapterReport {
   std::string compile_error;      // when it does not compile
   int untouched_tests = 0;        // when untouched: counted from the suite's source
   std::vector<CaseResult> results;  // when it ran, in suite order
+  // When the suite stopped before its first test (the reader's global
+  // object crashed or hung): results holds one result saying so, and this
+  // the number of test cases that could not run, counted from the source.
+  int tests_not_run = 0;
   std::vector<std::string> warnings;  // the compiler's, about the reader's files (compiler_warnings.hpp)
 };
 
@@ -27,6 +31,7 @@ struct CheckReport {
   int hung_timeout_seconds = 3;
   bool one_hung = false;         // the limit dropped after a hang
   bool untouched_rule = false;   // --untouched: every stub must fail only with "not implemented yet"
+  bool watching = false;         // --watch: the check runs again by itself on a save
   int functions_written = 0, functions_total = 0;
 };
 
