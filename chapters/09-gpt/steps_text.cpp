@@ -31,7 +31,8 @@ int64_t count_lines(std::string_view s) { return int64_t(std::count(s.begin(), s
 
 void text_demo(const Text& t) {
   say("The text is the King James Version of the Bible (1611), from Debian's packages bible-kjv and "
-      "bible-kjv-text (4.38). The packages keep it compressed in a format of their own; their program prints it, "
+      "bible-kjv-text (Debian 12's version 4.38 and Debian 13's 4.39 print the same text; its SHA-256 below says it "
+      "is that text). The packages keep it compressed in a format of their own; their program prints it, "
       "offline, one verse a line after its reference. The preparation keeps the prose and drops the reference, "
       "then splits the characters by position: the first 90% to train on, the last 10% to validate.");
   fmt::print("  made by:    {}, each line's reference ('Ge1:1 ') stripped\n", kBibleCommand);
