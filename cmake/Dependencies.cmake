@@ -43,6 +43,9 @@ if(SA_BUILD_TESTS)
     find_package(Catch2 3 QUIET)
   endif()
   sa_require_package(Catch2_FOUND catch2)
+  # (2 or 3: the suites include that version's headers, not whichever one
+  # the compiler's include path finds first)
+  string(REGEX MATCH "^[0-9]+" SA_CATCH2_MAJOR "${Catch2_VERSION}")
 endif()
 
 # gnuplot itself is needed only at run time, to draw figures; without it the

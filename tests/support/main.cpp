@@ -22,7 +22,12 @@
 // it. It is written for both Catch2 versions (support/catch2_compat.hpp):
 // where their interfaces differ, the lines below the includes say each
 // one's way.
-#if __has_include(<catch2/catch_version_macros.hpp>)
+// (A listener needs Catch2 2's reporter interfaces, which its header
+// declares where CATCH_CONFIG_EXTERNAL_INTERFACES is defined before it;
+// Catch2 3 has them in headers of their own, below.)
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
+#include "support/catch2_compat.hpp"
+#if SA_CATCH2_MAJOR >= 3
 #include <catch2/catch_test_case_info.hpp>
 #include <catch2/interfaces/catch_interfaces_exception.hpp>
 #include <catch2/interfaces/catch_interfaces_registry_hub.hpp>
@@ -30,11 +35,6 @@
 #include <catch2/internal/catch_test_failure_exception.hpp>
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
-#else
-// (a listener needs Catch2 2's reporter interfaces, which
-// CATCH_CONFIG_EXTERNAL_INTERFACES declares)
-#define CATCH_CONFIG_EXTERNAL_INTERFACES
-#include <catch2/catch.hpp>
 #endif
 
 #include "support/catch.hpp"
