@@ -237,6 +237,7 @@ TEST_CASE("under --watch the advice does not say to run check again", "[checker]
   const std::string watched = sa::check::summary_text(report);
   CHECK(watched.find("Fix: c\n") != std::string::npos);
   CHECK(watched.find("Run ./book check again") == std::string::npos);
+  CHECK(watched.find("Every test passes") == std::string::npos);
 }
 
 TEST_CASE("with --json, bytes that are not UTF-8 in a message or a compile error do not stop the report",

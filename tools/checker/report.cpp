@@ -213,10 +213,11 @@ std::string summary_text(const CheckReport& report) {
     case Advice::Kind::fix: out << "Fix: " << a.test << "\n  " << a.message << "\n"; break;
     case Advice::Kind::none: break;
   }
-  if (a.kind != Advice::Kind::none && !report.watching)
-    out << "Run ./book check again after each change (or ./book check --watch).\n";
-  else if (exit_status(report) == 0 && !report.untouched_rule)
+  if (a.kind != Advice::Kind::none) {
+    if (!report.watching) out << "Run ./book check again after each change (or ./book check --watch).\n";
+  } else if (exit_status(report) == 0 && !report.untouched_rule) {
     out << "Every test passes.\n";
+  }
   if (report.untouched_rule) {
     if (const int problems = rule_problems(report))
       out << "book: " << problems << " suite(s) broke the untouched-stubs rule\n";
