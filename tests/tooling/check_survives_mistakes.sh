@@ -82,12 +82,8 @@ grep -A1 -E '^  02-scaling +✗  does not compile' "$WORK/out" |
   fail "chapter 2's line must say 'does not compile' and show the compiler's error with file:line"
 
 # Counts, from the suites themselves.
-# (Catch2 2's option; Catch2 3's is --list-tests --verbosity quiet)
-names() {
-  local suite="$B/build/tests/test_$1_exercises" list=(--list-test-names-only)
-  [[ $("$suite" --help) == *--list-test-names-only* ]] || list=(--list-tests --verbosity quiet)
-  { "$suite" "${list[@]}" "$2" || true; } | grep -v '^$' || true
-}
+source "$ROOT/tests/tooling/catch2_names.sh"
+names() { catch2_names "$B/build/tests/test_$1_exercises" "$2"; }
 count() { names "$1" "$2" | grep -c . || true; }
 total3=$(count 03 ''); hang3=$(count 03 '[row_entropy]')
 crash3=$(( $(count 03 '[focus]') + $(count 03 '[softmax_backward]') ))

@@ -17,13 +17,9 @@ ctest=$1 build=$2 source=$3
 shift 3
 failed=0
 
+source "$(dirname "${BASH_SOURCE[0]}")/catch2_names.sh"
 listed() {  # suite: the number of test cases it lists
-  # (Catch2 2 lists names with --list-test-names-only, and exits with their
-  # number, hence the || true; Catch2 3 with --list-tests --verbosity quiet.)
-  local list=(--list-test-names-only)
-  # (the help read whole: grep -q stopping early would fail the pipe)
-  [[ $("$build/tests/$1" --help) == *--list-test-names-only* ]] || list=(--list-tests --verbosity quiet)
-  { "$build/tests/$1" "${list[@]}" || true; } | grep -c .
+  catch2_names "$build/tests/$1" | grep -c . || true
 }
 registered() {  # ctest's label options: the number of tests ctest has
   "$ctest" --test-dir "$build" -N "$@" | sed -n 's/^Total Tests: //p'
