@@ -92,8 +92,8 @@ void softmax_preview(uint64_t seed, const Options& o, Measured& m) {
               "shrinks as they do (larger d_k makes it worse).";
     else
       text += ".";
-    text += fmt::format(" With scaling it stays between {:.3f} and {:.3f}. Chapter 3 measures that gradient.", *lo,
-                        *hi);
+    text += fmt::format(" With scaling it stays between {:.3f} and {:.3f}. Chapter 3 measures that gradient.",
+                        bound_below(*lo, 3), bound_above(*hi, 3));
     say(text);
   }
 }

@@ -91,17 +91,17 @@ std::vector<Checkpoint> many_draws(const Example& ex, const Options& o, Generato
     else if (follows)
       error_sentence = fmt::format("the error of the mean follows the predicted 1/sqrt(n) law (measured RMS "
                                    "between {:.2f} and {:.2f} times the prediction)",
-                                   lowest, highest);
+                                   bound_below(lowest, 2), bound_above(highest, 2));
     else
       error_sentence = fmt::format("the error of the mean does not follow the predicted 1/sqrt(n) law in "
                                    "every row (measured RMS between {:.2f} and {:.2f} times the prediction): a "
                                    "weight survives once in 1/(1-p) = {:.4g} draws on average, and the law holds only "
                                    "once every weight has survived many times",
-                                   lowest, highest, 1.0 / (1.0 - o.p));
+                                   bound_below(lowest, 2), bound_above(highest, 2), 1.0 / (1.0 - o.p));
     say(fmt::format("The kept fraction stays within {:.1f} binomial standard deviations sqrt(p(1-p) / (36 n)) "
                     "of 1 - p in every row of the table, and {}. Dropout is noise with mean zero around the "
                     "weights.",
-                    worst_sigmas, error_sentence));
+                    bound_above(worst_sigmas, 1), error_sentence));
   }
   return curve;
 }

@@ -173,7 +173,7 @@ void say_whether_bidirectional_cheats(const std::vector<CorpusModel>& models, co
                         "here ({:.2f}% and {:.2f}%, against at most {:.2f}% for the lookup tables and the causal "
                         "model): the word to predict is in their input, at key t + 1, and their heads learned to "
                         "look there.",
-                        single.held_score.percent(), bi.held_score.percent(), honest)
+                        single.held_score.percent(), bi.held_score.percent(), bound_above(honest, 2))
           : fmt::format("With the sentence in view the bidirectional models score {:.2f}% and {:.2f}%, not both "
                         "above the best honest predictor here ({:.2f}%): in this run the word at key t + 1, "
                         "which is in their input, did not carry them past it.",

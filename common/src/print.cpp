@@ -194,6 +194,17 @@ std::string format_row(const Matrix& m, int64_t row, int precision) {
   return s + "]";
 }
 
+// (The 1e-9 keeps a number that is already a bound, 0.5 computed as
+// 0.50000000001, from moving to the next digit.)
+double bound_above(double x, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::ceil(x * scale - 1e-9) / scale;
+}
+double bound_below(double x, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::floor(x * scale + 1e-9) / scale;
+}
+
 std::string count_of(int64_t n, std::string_view noun, std::string_view plural) {
   if (n == 1) return fmt::format("1 {}", noun);
   return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);

@@ -213,6 +213,19 @@ TEST_CASE("rounding: a difference within its bound prints as the bound, one abov
   CHECK(rounding_bound(std::nan("")) == 1e-6);
 }
 
+TEST_CASE("bound_above and bound_below round a stated bound outward", "[common][print]") {
+  // "within 0.5" for a worst case of 0.53 would be false: 0.6 is the bound.
+  CHECK(fmt::format("{:.1f}", bound_above(0.53, 1)) == "0.6");
+  CHECK(fmt::format("{:.1f}", bound_below(0.53, 1)) == "0.5");
+  CHECK(fmt::format("{:.2f}", bound_above(1.155, 2)) == "1.16");
+  CHECK(fmt::format("{:.2f}", bound_below(0.909, 2)) == "0.90");
+  // A number that is already a bound at those digits stays as it is.
+  CHECK(fmt::format("{:.1f}", bound_above(0.5, 1)) == "0.5");
+  CHECK(fmt::format("{:.3f}", bound_below(0.407, 3)) == "0.407");
+  CHECK(fmt::format("{:.1f}", bound_above(-0.53, 1)) == "-0.5");
+  CHECK(fmt::format("{:.1f}", bound_below(-0.53, 1)) == "-0.6");
+}
+
 TEST_CASE("Cli: values are parsed and checked", "[common][cli]") {
   Cli cli("00-test", "test");
   int64_t d_model = 64;

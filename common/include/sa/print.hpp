@@ -77,6 +77,13 @@ double rounding_bound(double scale);
 // A size in bytes as a reader reads it: "64.0 KiB", "512.0 MiB", "1.00 GiB".
 std::string bytes_str(double bytes);
 
+// A bound a sentence states, rounded outward at `decimals` digits so that it
+// stays true of the unrounded number: "within 0.6" for 0.53 (to nearest it
+// would read "within 0.5"), "between 0.90 and 1.16" for 0.904 to 1.155. The
+// number is the bound's digits: print it with the same precision.
+double bound_above(double x, int decimals);
+double bound_below(double x, int decimals);
+
 // A count and its noun, singular for one: "1 token", "6 tokens" (the plural
 // is the noun plus "s" unless given: count_of(2, "query", "queries")).
 std::string count_of(int64_t n, std::string_view noun, std::string_view plural = {});
