@@ -108,27 +108,36 @@ std::vector<NormRow> vanishing_gradient(uint64_t seed, const Options& o) {
   const double shrink = norms.back().raw_norm > 0 ? norms.front().raw_norm / norms.back().raw_norm : 0.0;
   double scaled_lo = norms.front().scaled_norm, scaled_hi = scaled_lo;
   for (const NormRow& r : norms) scaled_lo = std::min(scaled_lo, r.scaled_norm), scaled_hi = std::max(scaled_hi, r.scaled_norm);
+  // A handful of rows shows single draws, not the law: then the numbers
+  // are stated as they came out, and the law is left for more rows.
+  if (o.samples < 100) {
+    say(fmt::format("\n  {}: here the unscaled norm went from {:.4f} at d_k = 4 to {:.4f} at d_k = 1024, and the "
+                    "scaled one stayed between {:.2f} and {:.2f}. The law shows from --samples 100 or so (the "
+                    "default is 2000): unscaled, the Jacobian shrinks as d_k grows, scaled it does not.",
+                    o.samples == 1 ? std::string("With 1 row per d_k each number is one draw, not a mean one can "
+                                                 "read a law from")
+                                   : fmt::format("With only {} rows per d_k the means are rough, not a law one can "
+                                                 "read off", o.samples),
+                    norms.front().raw_norm, norms.back().raw_norm, bound_below(scaled_lo, 2),
+                    bound_above(scaled_hi, 2)));
+    return norms;
+  }
   say(fmt::format("\n  Unscaled, the scores' spread grows like sqrt(d_k) (chapter 2), the largest weight tends "
                   "towards 1, and the Jacobian, the only path by which a gradient reaches the scores and through "
-                  "them Q and K, shrinks from {:.4f} at d_k = 4 to {:.4f} at d_k = 1024, {}. The mean "
+                  "them Q and K, {} from {:.4f} at d_k = 4 to {:.4f} at d_k = 1024{}. The mean "
                   "hides how uneven it is: at d_k = 1024, {:.0f}% of the rows have ||J||_F < {} and pass "
                   "practically nothing back. Scaled, the scores keep variance 1, and the norm stays between {:.2f} "
                   "and {:.2f} at every d_k, with {}.",
-                  norms.front().raw_norm, norms.back().raw_norm,
-                  shrink > 0 ? fmt::format("{:.1f} times less", shrink) : std::string("to nothing measurable"),
-                  100 * norms.back().raw_dead, kDead, scaled_lo, scaled_hi,
+                  shrink > 1 || shrink == 0 ? "shrinks" : "goes", norms.front().raw_norm, norms.back().raw_norm,
+                  shrink > 1 ? fmt::format(", {:.1f} times less", shrink)
+                  : shrink == 0 ? std::string(", to nothing measurable") : std::string(),
+                  100 * norms.back().raw_dead, kDead, bound_below(scaled_lo, 2), bound_above(scaled_hi, 2),
                   worst_scaled_dead == 0 ? std::string("not one row that small")
                   // A share that rounds to 0.0% is a few rows: count them.
                   : 100 * worst_scaled_dead < 0.05
                       ? fmt::format("at most {} in {} that small",
                                     count_of(std::lround(worst_scaled_dead * double(o.samples)), "row"), o.samples)
-                      : fmt::format("at most {:.1f}% of rows that small", 100 * worst_scaled_dead)));
-  // A handful of rows shows single draws, not the law: say so rather than
-  // let a d_k that happened to draw a flat row read as a trend.
-  if (o.samples < 100)
-    say(fmt::format("With {} per d_k these are a few draws, not means one can read a law from: the trend is "
-                    "steady from --samples 100 or so (the default is 2000).",
-                    count_of(o.samples, "row")));
+                      : fmt::format("at most {:.1f}% of rows that small", bound_above(100 * worst_scaled_dead, 1))));
   return norms;
 }
 
