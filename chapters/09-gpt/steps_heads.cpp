@@ -130,13 +130,26 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
           ? fmt::format("{:.1f}", nearest)
           : fmt::format("{:.1f} to {:.1f}", nearest, farthest),
       even.distance);
-  // What the numbers show depends on how long the model trained.
-  const bool stands_out = previous->on_previous >= 1.5 * even.on_previous;
+  // What the numbers show depends on how long the model trained. A head
+  // stands out when it puts at least 1.5 times even weights' share on the
+  // previous character or on its word's start.
+  std::vector<std::string> standing_out;
+  if (previous->on_previous >= 1.5 * even.on_previous)
+    standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on the previous character",
+                                       previous->layer, previous->head, previous->on_previous / even.on_previous));
+  if (word_start && word_start->on_word_start >= 1.5 * even.on_word_start)
+    standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on its word's start",
+                                       word_start->layer, word_start->head,
+                                       word_start->on_word_start / even.on_word_start));
+  const bool stands_out = !standing_out.empty();
   if (!stands_out)
     text += one ? " The head does not stand out yet: after this much training it still spreads its weight almost "
                   "evenly."
                 : " No head stands out yet: after this much training they still spread their weight almost evenly.";
-  else if (farthest < even.distance)
+  else
+    text += fmt::format(" Standing out from even weights: {}{}.", standing_out.front(),
+                        standing_out.size() > 1 ? ", and " + standing_out.back() : "");
+  if (stands_out && farthest < even.distance)
     text += fmt::format(" {} nearer than even weights would: of the context, the last few characters say the most "
                         "about the next one.",
                         one ? "The head reads" : "Every head reads");
