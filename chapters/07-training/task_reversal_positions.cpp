@@ -168,9 +168,11 @@ std::vector<PositionRun> compare_position_encodings(const ReversalOptions& o, ui
     say(fmt::format("RoPE turns pairs of features, and d_k = {} is odd: only the other two train below.", cfg.d_k()));
   const int64_t epochs = o.position_epochs;  // main.cpp keeps it at most o.epochs
   say(fmt::format("Now the task, trained {} times for {} epoch{} (--position-epochs, at most --epochs): each model "
-                  "from seed {} (the learned one is the model trained above, as it started), on the same data in "
-                  "the same batch order. Held-out token accuracy after each epoch:",
-                  encodings.size(), epochs, epochs == 1 ? "" : "s", seed));
+                  "from seed {} (the learned one starts from the weights the training above started from), on the "
+                  "same data, "
+                  "all {} in one batch order of their own (drawn from seed {}, so the learned one's accuracies are "
+                  "not those above). Held-out token accuracy after each epoch:",
+                  encodings.size(), epochs, epochs == 1 ? "" : "s", seed, encodings.size(), seed + 1));
   std::vector<Trainee> trainees = make_trainees(encodings, seed, cfg, adam_cfg);
   train_side_by_side(o, seed, epochs, trainees, train, test, task);
   std::vector<PositionRun> runs;
