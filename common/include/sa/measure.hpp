@@ -61,29 +61,31 @@ inline std::string cpu_name(std::istream& info, Isa built_for = kBuiltFor) {
 }
 
 // The machine a figure was measured on, for the line above a benchmark's
-// figures: the CPU (cpu_name) and the vector unit this program was compiled
-// to use (Eigen's: 16 floats with AVX-512, 8 with AVX, 4 with SSE or NEON).
+// figures: the CPU (cpu_name) and the instructions this program was
+// compiled to use (Eigen's vectors: 16 floats with AVX-512, 8 with AVX, 4
+// with SSE or NEON). Instructions, not the CPU's unit: a Zen 4 core runs
+// AVX-512's 16 floats as two halves of 8.
 // A speed belongs to one CPU and one vector width; the same program on
 // another machine prints other figures.
 inline std::string machine_description() {
   std::ifstream info("/proc/cpuinfo");
   const std::string cpu = cpu_name(info);
 #if defined(EIGEN_VECTORIZE_AVX512)
-  const char* vector = "AVX-512, 16 floats";
+  const char* vector = "AVX-512, 16 floats a vector";
 #elif defined(EIGEN_VECTORIZE_AVX2) && defined(EIGEN_VECTORIZE_FMA)
-  const char* vector = "AVX2 + FMA, 8 floats";
+  const char* vector = "AVX2 + FMA, 8 floats a vector";
 #elif defined(EIGEN_VECTORIZE_AVX)
-  const char* vector = "AVX, 8 floats";
+  const char* vector = "AVX, 8 floats a vector";
 #elif defined(EIGEN_VECTORIZE_NEON)
-  const char* vector = "NEON, 4 floats";
+  const char* vector = "NEON, 4 floats a vector";
 #elif defined(EIGEN_VECTORIZE_SSE4_2)
-  const char* vector = "SSE4.2, 4 floats";
+  const char* vector = "SSE4.2, 4 floats a vector";
 #elif defined(EIGEN_VECTORIZE_SSE2)
-  const char* vector = "SSE2, 4 floats";
+  const char* vector = "SSE2, 4 floats a vector";
 #else
   const char* vector = "none (scalar code)";
 #endif
-  return cpu + ", vector unit " + vector;
+  return cpu + ", code for " + vector;
 }
 
 inline double seconds_now() {
