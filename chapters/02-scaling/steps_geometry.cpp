@@ -54,14 +54,20 @@ Geometry show_dot_product_geometry(const QKV& qkv, const std::vector<std::string
     const double score_cos = g.cosines[size_t(i * n + by_score)];
     if (score_cos < best_cos - 1e-5) {
       ++differ;
-      if (example.empty())
-        example = fmt::format("Query {} ('{}') scores highest with key {} ('{}': |k| {:.2f}, cos {:.3f}, score "
+      if (example.empty()) {
+        const double cos_score = scores(i, by_score) / (q_len(i) * k_len(by_score)),
+                     cos_angle = scores(i, by_angle) / (q_len(i) * k_len(by_angle));
+        // As many digits as it takes for the two cosines to read apart.
+        int digits = 3;
+        while (digits < 6 && fmt::format("{:.{}f}", cos_score, digits) == fmt::format("{:.{}f}", cos_angle, digits))
+          ++digits;
+        example = fmt::format("Query {} ('{}') scores highest with key {} ('{}': |k| {:.2f}, cos {:.{}f}, score "
                               "{:.3f}), but points most nearly the same way as key {} ('{}': |k| {:.2f}, cos "
-                              "{:.3f}, score {:.3f}).",
-                              i, tokens[size_t(i)], by_score, tokens[size_t(by_score)], k_len(by_score),
-                              scores(i, by_score) / (q_len(i) * k_len(by_score)), scores(i, by_score), by_angle,
-                              tokens[size_t(by_angle)], k_len(by_angle),
-                              scores(i, by_angle) / (q_len(i) * k_len(by_angle)), scores(i, by_angle));
+                              "{:.{}f}, score {:.3f}).",
+                              i, tokens[size_t(i)], by_score, tokens[size_t(by_score)], k_len(by_score), cos_score,
+                              digits, scores(i, by_score), by_angle, tokens[size_t(by_angle)], k_len(by_angle),
+                              cos_angle, digits, scores(i, by_angle));
+      }
     }
   }
   fmt::print("  lengths in the running example: |q| from {:.3f} to {:.3f}, |k| from {:.3f} to {:.3f}\n",
