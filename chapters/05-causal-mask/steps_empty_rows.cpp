@@ -94,11 +94,11 @@ void query_that_sees_nothing(const Example& ex, const Mask& causal) {
         torch_1_13_softmax(apply_mask(scaled_scores(again_torch.Q, again_torch.K), left_causal));
     const Matrix layer2_torch = layer2_torch_w * again_torch.V;
     fmt::print("    a second masked attention layer on these outputs, same mask:\n");
-    fmt::print("      PyTorch 1.13 semantics: NaN in {} of {} output entries ({} of {} rows)\n",
-               count_nan(layer2_torch), layer2_torch.size(), (layer2_torch.array().isNaN().rowwise().any()).count(),
-               seq_len);
-    fmt::print("      the book:               NaN in {} of {} output entries\n", count_nan(layer2_book.output),
-               layer2_book.output.size());
+    fmt::print("      PyTorch 1.13 semantics: NaN in {} of {} ({} of {})\n", count_nan(layer2_torch),
+               count_of(layer2_torch.size(), "output entry", "output entries"),
+               (layer2_torch.array().isNaN().rowwise().any()).count(), count_of(seq_len, "row"));
+    fmt::print("      the book:               NaN in {} of {}\n", count_nan(layer2_book.output),
+               count_of(layer2_book.output.size(), "output entry", "output entries"));
   }
   say("In PyTorch 1.13 a row with nothing to see becomes NaN, and NaN does not stay put: in the next layer those "
       "rows are keys that every query is forbidden to see, so their weight is exactly 0, but their values are NaN "
