@@ -107,9 +107,11 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   const auto previous = std::max_element(heads.begin(), heads.end(), [](const auto& a, const auto& b) {
     return a.on_previous < b.on_previous;
   });
+  // (None when no character of the verse has a space before it.)
   const HeadWeights* word_start = nullptr;
   for (const HeadWeights& h : heads)
-    if (&h != &*previous && (!word_start || h.on_word_start > word_start->on_word_start)) word_start = &h;
+    if (even.on_word_start > 0 && &h != &*previous && (!word_start || h.on_word_start > word_start->on_word_start))
+      word_start = &h;
   double nearest = heads.front().distance, farthest = nearest;
   for (const HeadWeights& h : heads) {
     nearest = std::min(nearest, h.distance);
@@ -133,11 +135,13 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   // What the numbers show depends on how long the model trained. A head
   // stands out when it puts at least 1.5 times even weights' share on the
   // previous character or on its word's start.
+  // (A verse too short for a word start gives even weights and every head
+  // 0 there: no ratio, and no head stands out by it.)
   std::vector<std::string> standing_out;
-  if (previous->on_previous >= 1.5 * even.on_previous)
+  if (even.on_previous > 0 && previous->on_previous >= 1.5 * even.on_previous)
     standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on the previous character",
                                        previous->layer, previous->head, previous->on_previous / even.on_previous));
-  if (word_start && word_start->on_word_start >= 1.5 * even.on_word_start)
+  if (word_start && even.on_word_start > 0 && word_start->on_word_start >= 1.5 * even.on_word_start)
     standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on its word's start",
                                        word_start->layer, word_start->head,
                                        word_start->on_word_start / even.on_word_start));
