@@ -202,13 +202,21 @@ void say_what_local_focus_tells(const std::vector<CorpusModel>& models, int64_t 
         ++rows;
         local += classify_pattern(attention_pattern(*P)) == PatternClass::LocallyFocused;
       }
+  // Does a window of 1 do better? Only if the uniform head is not locally
+  // focused with it (on 2 tokens the band |j - i| <= 1 holds every key).
+  const bool uniform_local_1 = classify_pattern(attention_pattern(uniform_weights(n, false), 1)) ==
+                               PatternClass::LocallyFocused;
   std::string text =
       uniform_local
           ? fmt::format("With a window of 3, {} of the {} head rows are 'locally focused', and so is the uniform "
                         "head that learned nothing: on a sentence of {} tokens the band |j - i| <= 3 holds most "
                         "of the keys of every query, so local focus is near 1 whatever a head does, and that "
-                        "class says little here. A window of 1 separates the heads better.",
-                        local, rows, n)
+                        "class says little here. {}",
+                        local, rows, n,
+                        uniform_local_1 ? "A window of 1 does no better on so few tokens: with it too the uniform "
+                                          "head is 'locally focused'."
+                                        : "A window of 1 separates the heads better: with it the uniform head is "
+                                          "not 'locally focused'.")
           : fmt::format("With a window of 3, {} of the {} head rows are 'locally focused'; the uniform head is "
                         "not, so on {} tokens the class does tell heads apart.",
                         local, rows, n);
