@@ -50,8 +50,8 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
                   "which depends on the offset p - q only, not on where the two positions are{}.",
                   positions, o.d_model,
                   pairs == 0 ? "; with d_model 1 there is no pair, only one sine column"
-                  : o.d_model % 2 == 1 ? fmt::format(" (here {} pairs and one lone sine)", pairs)
-                                       : fmt::format(" (here {} pairs)", pairs)));
+                  : o.d_model % 2 == 1 ? fmt::format(" (here {} and one lone sine)", count_of(pairs, "pair"))
+                                       : fmt::format(" (here {})", count_of(pairs, "pair"))));
   const int64_t shown = std::min<int64_t>(8, positions);
   std::vector<std::string> labels;
   for (int64_t p = 0; p < shown; ++p) labels.push_back(std::to_string(p));

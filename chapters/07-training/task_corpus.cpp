@@ -46,8 +46,8 @@ CorpusInput read_corpus_input(const std::string& corpus_path, const std::string&
     throw UsageError(fmt::format("--text has {} tokens, but the models are trained on inputs of at most {}", n,
                                  in.corpus.max_len() - 1));
   if (int64_t(in.corpus.sentences.size()) < 16)
-    throw UsageError(fmt::format("corpus '{}' has {} sentences; task 2 needs at least 16 (every 8th is held out)",
-                                 corpus_path, in.corpus.sentences.size()));
+    throw UsageError(fmt::format("corpus '{}' has {}; task 2 needs at least 16 (every 8th is held out)",
+                                 corpus_path, count_of(int64_t(in.corpus.sentences.size()), "sentence")));
   return in;
 }
 

@@ -49,7 +49,8 @@ ReversalSetup reversal_setup(const ReversalOptions& o) {
   s.cfg.d_ff = 4 * o.d_model;
   s.cfg.validate();  // refuses d_model not divisible by heads, before anything prints
   if (o.sample >= o.test)
-    throw UsageError(fmt::format("--sample {} but there are only {} held-out samples", o.sample, o.test));
+    throw UsageError(fmt::format("--sample {} but there {} only {}", o.sample, o.test == 1 ? "is" : "are",
+                                 count_of(o.test, "held-out sample")));
   s.adam_cfg.lr = o.lr;
   return s;
 }

@@ -87,10 +87,17 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
   // no head costs a point then says nothing about the others covering.
   const double chance = 100.0 / double(task.vocab - 2);
   const bool learned = trained.percent() > chance + 1.0;
-  say(fmt::format("Losing layer {}, head {} costs the most ({:.2f} points); {} of the {} heads can go for less than "
-                  "a point{}. Attention weights show where a head looks; ablation shows whether the model needs "
+  // (A model of one head has no "most" and no others.)
+  const std::string losses =
+      out.size() == 1
+          ? fmt::format("Losing the model's only head (layer {}, head {}) costs {:.2f} points", worst->layer,
+                        worst->head, trained.percent() - worst->accuracy)
+          : fmt::format("Losing layer {}, head {} costs the most ({:.2f} points); {} of the {} heads can go for "
+                        "less than a point",
+                        worst->layer, worst->head, trained.percent() - worst->accuracy, harmless, out.size());
+  say(fmt::format("{}{}. Attention weights show where a head looks; ablation shows whether the model needs "
                   "what it finds there.",
-                  worst->layer, worst->head, trained.percent() - worst->accuracy, harmless, out.size(),
+                  losses,
                   !learned ? fmt::format(", but with every head the model is at {:.2f}%, no better than chance "
                                          "({:.2f}%): it has learned nothing yet that a head could carry",
                                          trained.percent(), chance)
@@ -105,9 +112,10 @@ std::vector<Ablation> ablate_heads(TinyTransformer& model, const ReversalData& t
 void print_head_scores(const std::vector<HeadScore>& heads, int64_t D, int64_t test_count) {
   say(fmt::format("For every query p after SEP, where does the head put its largest weight? On the mirror "
                   "position {} - p (the input token equal to the query's own, the check that first comes to mind), or on the "
-                  "source position {} - p (the token the query has to write next)? Over all {} held-out "
-                  "samples:",
-                  2 * D, 2 * D - 1, test_count));
+                  "source position {} - p (the token the query has to write next)? Over {}:",
+                  2 * D, 2 * D - 1,
+                  test_count == 1 ? std::string("the one held-out sample")
+                                  : fmt::format("all {} held-out samples", test_count)));
   fmt::print("  {:<16} {:>8}  {:<20}  {:>8}  {:<20}\n", "", "mirror", "", "source", "");
   for (const HeadScore& s : heads)
     fmt::print("  layer {}, head {}  {:7.1f}%  {}  {:7.1f}%  {}\n", s.layer, s.head, 100 * s.mirror,

@@ -181,8 +181,8 @@ void show_one_training_step(const ReversalOptions& o, uint64_t seed, const Rever
   const int64_t B = int64_t(idx.size());
   demo.forward(ids, B);
   const float loss = demo.loss(targets);
-  fmt::print("  forward:  logits (batch, seq, vocab) = ({}, {}, {}), loss {:.4f} over {} counted positions\n", B,
-             T, o.vocab, loss, B * D);
+  fmt::print("  forward:  logits (batch, seq, vocab) = ({}, {}, {}), loss {:.4f} over {}\n", B,
+             T, o.vocab, loss, count_of(B * D, "counted position"));
   demo.backward();
   print_gradients(demo);
   spot_check_gradients(demo, ids, targets, B);
