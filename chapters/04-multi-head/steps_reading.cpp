@@ -82,7 +82,12 @@ void count_parameters(const Input& in) {
                4 * d_model * d_model, fmt::format("{} x {}^2 x {} = {}", h, seq_len, dk, h * seq_len * seq_len * dk),
                h == n_heads ? "   <- this run" : h == 1 ? "   <- one head of width d_model" : "");
   }
-  if (n_heads == 1)
+  if (d_model == 1)
+    say(fmt::format("With d_model 1 a single head is the only split: it has {} parameters. With a wider d_model "
+                    "the table lists every split into heads, all with the same count: multi-head attention does "
+                    "not add weights, it regroups them.",
+                    weight_count + bias_count));
+  else if (n_heads == 1)
     say(fmt::format("One head of {} has {} parameters, and the table shows that any split into more heads has the "
                     "same: multi-head attention does not add weights, it regroups them. What grows with the heads is "
                     "the number of attention maps, n_heads x seq^2 weights.",
