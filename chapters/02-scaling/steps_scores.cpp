@@ -71,16 +71,32 @@ Matrix show_scaled_scores(const Options& o, const ExampleQK& ex, const Matrix& r
   if (raw.size() < 2)
     say("With a single token there is a single score, and one number has no spread: its std is 0 whatever the "
         "scaling. A text of two or more words shows the scores spread out.");
-  else
+  else {
+    // The estimate is a rough one; when it misses by more than twice, say
+    // so, and why when the entries' means are what it left out.
+    const double estimate = q_spread.std * k_spread.std;
+    const double ratio = estimate > 0 ? scaled_spread.std / estimate : 0.0;
+    const bool off_centre = std::abs(q_spread.mean) > 0.5 * q_spread.std || std::abs(k_spread.mean) > 0.5 * k_spread.std;
+    std::string miss;
+    if (estimate > 0 && (ratio > 2.0 || ratio < 0.5))
+      miss = fmt::format(
+          " Here the spread is {:.1f} times that estimate: {}.", ratio,
+          off_centre ? fmt::format("the entries are far from centred (means {:+.3f} and {:+.3f} against stds {:.3f} "
+                                   "and {:.3f}), and the argument leaves the means out",
+                                   q_spread.mean, k_spread.mean, q_spread.std, k_spread.std)
+                     : std::string("too few, too dependent entries for the argument"));
+    // Two decimals, or two significant digits below 0.1 (0.0031, not 0.00).
+    const auto num = [](double v) { return v >= 0.1 ? fmt::format("{:.2f}", v) : fmt::format("{:.2g}", v); };
     say(fmt::format(
-      "Why is the scaled spread {:.2f} and not 1? The argument below assumes query and key entries with "
-      "variance 1. Here they come from nn.Linear's small initial weights, with std {:.2f} and {:.2f}, so "
-      "the scaled scores can only be expected to spread by about {:.2f} x {:.2f} = {:.2f}; with {} scores "
+      "Why is the scaled spread {} and not 1? The argument below assumes query and key entries with "
+      "variance 1. Here they come from nn.Linear's small initial weights, with std {} and {}, so "
+      "the scaled scores can only be expected to spread by about {} x {} = {}; with {} scores "
       "from entries that are neither independent nor centred, 'about' is all the argument promises. "
       "Dividing by sqrt(d_k) removes the growth with d_k, not the scale of the entries themselves (training "
-      "sets that).",
-      scaled_spread.std, q_spread.std, k_spread.std, q_spread.std, k_spread.std, q_spread.std * k_spread.std,
-      raw.size()));
+      "sets that).{}",
+      num(scaled_spread.std), num(q_spread.std), num(k_spread.std), num(q_spread.std), num(k_spread.std),
+      num(estimate), raw.size(), miss));
+  }
   return scaled;
 }
 
