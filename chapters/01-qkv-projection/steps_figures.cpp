@@ -114,7 +114,10 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     h.col_labels = tokens;
     h.cblabel = "q . k";
     h.diverging = true;
-    h.decimals = 1;
+    // One decimal for scores of size 1 and more, as the default text has;
+    // more for small ones, so that a 0.05 is not labelled 0.1.
+    const double largest = scores.cwiseAbs().maxCoeff();
+    h.decimals = largest >= 1 ? 1 : largest >= 0.1 ? 2 : 3;
     return plot::heatmap(path, h);
   });
 
