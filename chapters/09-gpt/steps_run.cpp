@@ -250,6 +250,12 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
     p.series = {{"training batches (mean since the last point)", train_it, train_losses},
                 {"validation (the same batches every time)", eval_it, val_losses}};
     p.hlines = {{std::log(double(kVocabSize)), "ln(vocab_size): uniform"}};
+    // A run too short to move the loss (one iteration moves it by 1e-5)
+    // would fill the height with that change: at least 0.2 nats are drawn.
+    double lo = p.hlines.front().y, hi = lo;
+    for (const auto* losses : {&train_losses, &val_losses})
+      for (double v : *losses) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (hi - lo < 0.2) p.ymin = (lo + hi) / 2 - 0.1, p.ymax = (lo + hi) / 2 + 0.1;
     return plot::lines(path, p);
   });
   return {opt.first_moments(), opt.second_moments(), opt.steps()};
