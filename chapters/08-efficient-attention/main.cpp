@@ -34,8 +34,9 @@ void run(int argc, char** argv) {
   cli.add("--d-k", &o.d_k, "columns of Q, K and V in steps 1, 3 to 5 and 7", IntRange{1, 512});
   cli.add("--block", &o.block,
           "rows and columns of a tile in the large run (unless given: 128, or for a --seq-len below that the "
-          "largest power of two up to half of it, so that the sequence holds at least two tiles)",
-          IntRange{1, 4096});
+          "largest power of two up to half of it, so that the sequence holds at least two tiles; at least 8, as "
+          "step 1 runs seq_len 8192 in at most 1024 x 1024 tiles)",
+          IntRange{8, 4096});
   cli.add("--window", &o.window, "keys a query sees in local attention (step 7)", IntRange{1, kMaxSeqLen});
   cli.add("--gen-tokens", &o.gen_tokens, "tokens generated to time the key/value cache (step 6)", IntRange{8, 1024});
   cli.add("--reversal-epochs", &o.reversal_epochs, "epochs of chapter 7's reversal task per window (step 7)",

@@ -213,9 +213,9 @@ refuse 08-efficient-attention-bench "--min-seq-len 1024 is larger than --max-seq
 # Limits that hold one by one but not together: the whole run is estimated
 # before it starts, and a run over the budget (10 min on one core, 4 GiB)
 # is refused naming its options, unless --i-know-it-is-big.
-refuse 08-efficient-attention "--block 1 cuts seq_len 8192 (step 1's largest) into 8192 x 8192 tiles" \
-  --seq-len 16 --block 1 --no-plots
-refuse 08-efficient-attention "--block 4 cuts seq_len 8192 (step 1's largest)" --seq-len 16 --block 4 --no-plots
+refuse 08-efficient-attention "--block must be an integer in [8, 4096], got '4'" --seq-len 16 --block 4 --no-plots
+refuse 08-efficient-attention "--block 8 cuts seq_len 65536 into 8192 x 8192 tiles; at most 1048576 are allowed" \
+  --seq-len 65536 --block 8 --no-plots
 refuse 08-efficient-attention "on one core; the budget of a run is 10 min (--i-know-it-is-big runs it anyway)" \
   --seq-len 65536 --no-plots
 refuse 08-efficient-attention "--gen-tokens 1024 --reversal-epochs 100 would take about" \
