@@ -79,7 +79,7 @@ TEST_CASE("dropout: the keep mask and output match F.dropout for the same seed",
     // The mask is decided by the random draws alone: bit for bit.
     require_same_mask(what + ", its mask keep", r.keep, fx().mask(prefix + ".keep"));
     // x * (1.0f / float(1 - p)), one float multiplication rounded like PyTorch's.
-    require_close(what + ".output", r.output, fx().matrix(prefix + ".y"), kBitExact);
+    require_close(what + ", its output", r.output, fx().matrix(prefix + ".y"), kBitExact);
   }
 }
 
@@ -252,13 +252,20 @@ TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) els
   const Matrix ones = Matrix::Ones(12, 10);
   const Matrix d_x = dropout_backward(ones, keep, p);
   const float scale = 1.0f / float(1.0 - p);
-  int64_t wrong = 0;
+  int64_t mismatched_entries = 0;
+  std::string first;  // the first entry that differs, in words
   for (int64_t i = 0; i < 12; ++i)
-    for (int64_t j = 0; j < 10; ++j) wrong += d_x(i, j) != (keep(i, j) ? scale : 0.0f);
+    for (int64_t j = 0; j < 10; ++j) {
+      const float expected = keep(i, j) ? scale : 0.0f;
+      if (d_x(i, j) == expected) continue;
+      if (mismatched_entries++ == 0)
+        first = fmt::format("; the first at [{}, {}], {} in the forward: got {}, expected {}", i, j,
+                            keep(i, j) ? "kept" : "dropped", d_x(i, j), expected);
+    }
   INFO(fmt::format("dropout_backward(ones (12, 10), keep, p = 0.4): {} of 120 gradient entries are not "
-                   "keep ? 1/(1-p) = {} : 0",
-                   wrong, scale));
-  CHECK(wrong == 0);
+                   "keep ? 1/(1-p) = {} : 0{}",
+                   mismatched_entries, scale, first));
+  CHECK(mismatched_entries == 0);
   // And for a general upstream gradient.
   const Matrix g = data.randn(12, 10);
   require_close("dropout_backward(g (12, 10), keep, p = 0.4)", dropout_backward(g, keep, p),

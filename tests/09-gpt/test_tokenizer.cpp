@@ -158,6 +158,12 @@ TEST_CASE("encode: a character outside the vocabulary is refused in one line nam
   const std::string third = refusal([&] { encode(vocab, "\xc3\xa9\xc3\xa9X"); });
   INFO("encode(\"ééX\"): é at position 0 comes first");
   CHECK_THAT(third, sa::test::ContainsText("position 0"));
+  // 'C' sorts between ' ' and 'a': a search of the sorted characters stops
+  // at a neighbour, which must not be taken for it.
+  const std::string inside = refusal([&] { encode(vocab, "aCb"); });
+  INFO("encode(\"aCb\"): 'C' is not in the vocabulary though it sorts between its ' ' and 'a'; it is at position 1");
+  CHECK_THAT(inside, sa::test::ContainsText("'C'"));
+  CHECK_THAT(inside, sa::test::ContainsText("position 1"));
 }
 
 TEST_CASE("encode: positions count characters, not bytes", "[ch09][encode]") {
