@@ -141,10 +141,13 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   if (even.on_previous > 0 && previous->on_previous >= 1.5 * even.on_previous)
     standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on the previous character",
                                        previous->layer, previous->head, previous->on_previous / even.on_previous));
-  if (word_start && even.on_word_start > 0 && word_start->on_word_start >= 1.5 * even.on_word_start)
+  // (A model of one head has no other head to be the word-start one: its
+  // one head is measured on both.)
+  const HeadWeights* word_reader = word_start ? word_start : one ? &*previous : nullptr;
+  if (word_reader && even.on_word_start > 0 && word_reader->on_word_start >= 1.5 * even.on_word_start)
     standing_out.push_back(fmt::format("layer {} head {}, with {:.1f} times their share on its word's start",
-                                       word_start->layer, word_start->head,
-                                       word_start->on_word_start / even.on_word_start));
+                                       word_reader->layer, word_reader->head,
+                                       word_reader->on_word_start / even.on_word_start));
   const bool stands_out = !standing_out.empty();
   if (!stands_out)
     text += one ? " The head does not stand out yet: after this much training it still spreads its weight almost "
