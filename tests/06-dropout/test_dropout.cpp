@@ -166,10 +166,12 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
 TEST_CASE("dropout: p outside [0, 1] is refused", "[ch06][dropout]") {
   const Matrix x = Matrix::Ones(3, 3);
   Generator gen(1);
-  CHECK_THROWS_AS(dropout(x, 1.5, gen), std::invalid_argument);
-  CHECK_THROWS_AS(dropout(x, -0.1, gen), std::invalid_argument);
-  CHECK_THROWS_AS(dropout(x, std::numeric_limits<double>::quiet_NaN(), gen), std::invalid_argument);
-  CHECK_THROWS_AS(dropout(x, 1.0000001, gen), std::invalid_argument);
+  const std::vector<std::pair<double, const char*>> bad = {
+      {1.5, "1.5"}, {-0.1, "-0.1"}, {std::numeric_limits<double>::quiet_NaN(), "NaN"}, {1.0000001, "1.0000001"}};
+  for (const auto& [p, name] : bad) {
+    INFO("dropout(x (3, 3), p = " << name << ") must refuse p outside [0, 1] with std::invalid_argument");
+    CHECK_THROWS_AS(dropout(x, p, gen), std::invalid_argument);
+  }
 }
 
 TEST_CASE("dropout: the kept fraction is within 5 binomial sigmas of 1 - p", "[ch06][dropout]") {
@@ -317,9 +319,13 @@ TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backw
     CHECK(all_finite(d_none));
   }
   require_close("dropout_backward(g (4, 7), all kept, p = 1)", d_none, Matrix::Zero(4, 7), kBitExact);
-  CHECK_THROWS_AS(dropout_backward(g, all, 1.5), std::invalid_argument);
-  CHECK_THROWS_AS(dropout_backward(g, all, -0.5), std::invalid_argument);
   // (NaN passes `p < 0 || p > 1`, and would make every kept gradient NaN)
-  CHECK_THROWS_AS(dropout_backward(g, all, std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  const std::vector<std::pair<double, const char*>> bad = {
+      {1.5, "1.5"}, {-0.5, "-0.5"}, {std::numeric_limits<double>::quiet_NaN(), "NaN"}};
+  for (const auto& [p, name] : bad) {
+    INFO("dropout_backward(g (4, 7), mask (4, 7), p = " << name << ") must refuse p outside [0, 1]");
+    CHECK_THROWS_AS(dropout_backward(g, all, p), std::invalid_argument);
+  }
+  INFO("dropout_backward(g (4, 7), a mask of shape (7, 4), p = 0.5) must refuse a mask of another shape than g");
   CHECK_THROWS_AS(dropout_backward(g, Mask::Constant(7, 4, true), 0.5), std::invalid_argument);
 }

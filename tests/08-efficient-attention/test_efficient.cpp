@@ -160,8 +160,14 @@ TEST_CASE("online_softmax_update: logits of 1e30 stay finite", "[ch08][online_so
 
 TEST_CASE("online_softmax_update: NaN and +inf are refused", "[ch08][online_softmax_update]") {
   OnlineSoftmax empty;
-  CHECK_THROWS_AS(online_softmax_update(empty, kNaN), std::invalid_argument);
-  CHECK_THROWS_AS(online_softmax_update(empty, kInf), std::invalid_argument);
+  {
+    INFO("online_softmax_update(a fresh state, NaN) must refuse the NaN");
+    CHECK_THROWS_AS(online_softmax_update(empty, kNaN), std::invalid_argument);
+  }
+  {
+    INFO("online_softmax_update(a fresh state, +inf) must refuse the +inf");
+    CHECK_THROWS_AS(online_softmax_update(empty, kInf), std::invalid_argument);
+  }
   OnlineSoftmax s;
   online_softmax_update(s, 1.0f);
   CHECK_THROWS_AS(online_softmax_update(s, kNaN), std::invalid_argument);
@@ -212,12 +218,20 @@ TEST_CASE("online_softmax_rows: a row of only -inf gives zeros, -inf entries exa
 TEST_CASE("online_softmax_rows: NaN and +inf are refused", "[ch08][online_softmax_rows]") {
   Matrix X = Matrix::Zero(2, 3);
   X(1, 2) = kNaN;
-  CHECK_THROWS_AS(online_softmax_rows(X), std::invalid_argument);
+  {
+    INFO("online_softmax_rows(X (2, 3) of zeros with NaN at [1, 2]) must refuse the NaN");
+    CHECK_THROWS_AS(online_softmax_rows(X), std::invalid_argument);
+  }
   X(1, 2) = kInf;
-  CHECK_THROWS_AS(online_softmax_rows(X), std::invalid_argument);
+  {
+    INFO("online_softmax_rows(X (2, 3) of zeros with +inf at [1, 2]) must refuse the +inf");
+    CHECK_THROWS_AS(online_softmax_rows(X), std::invalid_argument);
+  }
   X(1, 2) = 0.0f;
   X(0, 0) = -kInf;
   X(0, 1) = kNaN;  // a NaN after a masked entry is still a NaN
+  INFO("online_softmax_rows(X (2, 3) of zeros with -inf at [0, 0] and NaN at [0, 1]) must refuse the NaN after "
+       "the masked entry");
   CHECK_THROWS_AS(online_softmax_rows(X), std::invalid_argument);
 }
 
