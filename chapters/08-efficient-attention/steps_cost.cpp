@@ -196,16 +196,17 @@ void quadratic_cost(uint64_t seed, const Options& o, Figures& figures) {
     // A measured 0 is drawn as one page: log axes have no 0. Either path can
     // measure 0 (the naive one did at T = 64 with --d-k 512, and the figure
     // failed, ending the run).
+    static constexpr double kPage = 4096.0;  // bytes of one page
     const auto at_least_a_page = [](std::vector<double> bytes) {
-      for (double& b : bytes) b = std::max(b, 4096.0);
+      for (double& b : bytes) b = std::max(b, kPage);
       return bytes;
     };
     p.series = {{"T x T float scores (computed)", all_T, mib(score_bytes), plot::Series::Style::Dashed}};
     if (memory_measured) {
       // (The legend says so when a value was raised to the page.)
-      const auto name = [](const std::string& path, const std::vector<double>& bytes) {
-        const bool raised = std::any_of(bytes.begin(), bytes.end(), [](double b) { return b < 4096.0; });
-        return path + (raised ? " (measured; under 4 KiB drawn at 4 KiB)" : " (measured)");
+      const auto name = [](const std::string& variant, const std::vector<double>& bytes) {
+        const bool raised = std::any_of(bytes.begin(), bytes.end(), [](double b) { return b < kPage; });
+        return variant + (raised ? " (measured; under 4 KiB drawn at 4 KiB)" : " (measured)");
       };
       p.series.push_back({name("naive, chapter 3", naive_extra), Ts, mib(at_least_a_page(naive_extra))});
       p.series.push_back({name("tiled", tiled_extra), all_T, mib(at_least_a_page(tiled_extra))});

@@ -273,8 +273,10 @@ void causal_demo(const Small& small, const Large& large, const Options& o, Figur
       h.row_labels.push_back(partial && i == drawn - 1 ? fmt::format("{} ({})", first, last) : first);
       h.col_labels.push_back(h.row_labels.back());
     }
-    h.xlabel = "first key of the tile" + (partial ? fmt::format(" (in brackets: the last tile's {})", count_of(last, "key")) : "");
-    h.ylabel = "first query of the tile" + (partial ? fmt::format(" (in brackets: its {})", count_of(last, "query", "queries")) : "");
+    h.xlabel = "first key of the tile" +
+               (partial ? fmt::format(" (in brackets: the last tile's {})", count_of(last, "key")) : "");
+    h.ylabel = "first query of the tile" +
+               (partial ? fmt::format(" (in brackets: its {})", count_of(last, "query", "queries")) : "");
     h.annotate = false;  // the colours and the legend say it
     return plot::heatmap(path, h, 1000, 700);
   });
