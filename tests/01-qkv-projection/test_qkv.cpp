@@ -88,9 +88,10 @@ TEST_CASE("context_vector: a zero query weighs every token alike, so its context
 
 TEST_CASE("context_vector: a query_index outside the tokens is refused", "[ch01][context_vector]") {
   const Matrix X = Matrix::Ones(3, 2);
-  CHECK_THROWS_AS(context_vector(X, 3), std::out_of_range);
-  CHECK_THROWS_AS(context_vector(X, -1), std::out_of_range);
-  CHECK_THROWS_AS(context_vector(Matrix(0, 2), 0), std::out_of_range);
+  CHECK_REFUSES("context_vector(X (3, 2), query_index 3): X has rows 0 to 2", context_vector(X, 3), std::out_of_range);
+  CHECK_REFUSES("context_vector(X (3, 2), query_index -1)", context_vector(X, -1), std::out_of_range);
+  CHECK_REFUSES("context_vector(X (0, 2), query_index 0): X has no rows", context_vector(Matrix(0, 2), 0),
+                std::out_of_range);
 }
 
 TEST_CASE("simple_attention: weights and context of the six toy vectors match PyTorch", "[ch01][simple_attention]") {
@@ -152,8 +153,8 @@ TEST_CASE("embed: looks up one row per id, repeats included", "[ch01][embed]") {
 
 TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
   const Matrix table = Matrix::Zero(4, 3);
-  CHECK_THROWS_AS(embed(table, {0, 4}), std::out_of_range);
-  CHECK_THROWS_AS(embed(table, {-1}), std::out_of_range);
+  CHECK_REFUSES("embed(table (4, 3), ids [0, 4]): the table has ids 0 to 3", embed(table, {0, 4}), std::out_of_range);
+  CHECK_REFUSES("embed(table (4, 3), ids [-1])", embed(table, {-1}), std::out_of_range);
   require_shape("embed(table, {})", embed(table, {}), 0, 3);
 }
 
@@ -216,9 +217,11 @@ TEST_CASE("linear: X W + b, with and without bias", "[ch01][linear]") {
 
 TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
   Linear layer{Matrix::Ones(3, 2), std::nullopt};
-  CHECK_THROWS_AS(linear(Matrix::Ones(4, 5), layer), std::invalid_argument);
+  CHECK_REFUSES("linear(X (4, 5), W (3, 2)): X has 5 columns, W 3 rows", linear(Matrix::Ones(4, 5), layer),
+                std::invalid_argument);
   layer.b = RowVector::Ones(3);  // W has 2 outputs: a bias of the wrong length
-  CHECK_THROWS_AS(linear(Matrix::Ones(4, 3), layer), std::invalid_argument);
+  CHECK_REFUSES("linear(X (4, 3), W (3, 2), b of length 3): W has 2 outputs", linear(Matrix::Ones(4, 3), layer),
+                std::invalid_argument);
 }
 
 TEST_CASE("project_qkv: the chapter's toy size, d_model 8, d_k 4", "[ch01][project_qkv]") {

@@ -92,10 +92,13 @@ TEST_CASE("scaled_scores: d_k = 1 divides by sqrt(1) = 1", "[ch02][scaled_scores
 }
 
 TEST_CASE("scaled_scores: queries and keys of different d_k are refused", "[ch02][scaled_scores]") {
-  CHECK_THROWS_AS(scaled_scores(Matrix::Ones(2, 3), Matrix::Ones(2, 4)), std::invalid_argument);
-  CHECK_THROWS_AS(scaled_scores(Matrix::Ones(5, 8), Matrix::Ones(5, 16)), std::invalid_argument);
+  CHECK_REFUSES("scaled_scores(Q (2, 3), K (2, 4)): d_k 3 against 4",
+                scaled_scores(Matrix::Ones(2, 3), Matrix::Ones(2, 4)), std::invalid_argument);
+  CHECK_REFUSES("scaled_scores(Q (5, 8), K (5, 16)): d_k 8 against 16",
+                scaled_scores(Matrix::Ones(5, 8), Matrix::Ones(5, 16)), std::invalid_argument);
   // d_k = 0: every score would be 0 / sqrt(0) = NaN.
-  CHECK_THROWS_AS(scaled_scores(Matrix(3, 0), Matrix(4, 0)), std::invalid_argument);
+  CHECK_REFUSES("scaled_scores(Q (3, 0), K (4, 0)): d_k 0", scaled_scores(Matrix(3, 0), Matrix(4, 0)),
+                std::invalid_argument);
   // Different numbers of rows are fine (cross-attention).
   require_shape("scaled_scores((1, 4), (9, 4))", scaled_scores(Matrix::Ones(1, 4), Matrix::Ones(9, 4)), 1, 9);
 }

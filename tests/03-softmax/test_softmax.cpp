@@ -448,16 +448,20 @@ TEST_CASE("focus: matches PyTorch (max over keys, mean over queries)", "[ch03][f
 
 TEST_CASE("softmax_backward: P and dP of different shapes are refused", "[ch03][softmax_backward]") {
   const Matrix P = softmax_rows(Matrix::Zero(3, 4));
-  CHECK_THROWS_AS(softmax_backward(P, Matrix::Ones(3, 5)), std::invalid_argument);
-  CHECK_THROWS_AS(softmax_backward(P, Matrix::Ones(4, 4)), std::invalid_argument);
+  CHECK_REFUSES("softmax_backward(P (3, 4), dP (3, 5))", softmax_backward(P, Matrix::Ones(3, 5)),
+                std::invalid_argument);
+  CHECK_REFUSES("softmax_backward(P (3, 4), dP (4, 4))", softmax_backward(P, Matrix::Ones(4, 4)),
+                std::invalid_argument);
 }
 
 TEST_CASE("attention: K and V of different lengths, or Q and K of different d_k, are refused", "[ch03][attention]") {
-  CHECK_THROWS_AS(attention(Matrix::Ones(2, 4), Matrix::Ones(5, 4), Matrix::Ones(6, 3)), std::invalid_argument);
-  CHECK_THROWS_AS(attention(Matrix::Ones(2, 4), Matrix::Ones(5, 3), Matrix::Ones(5, 3)), std::invalid_argument);
+  CHECK_REFUSES("attention(Q (2, 4), K (5, 4), V (6, 3)): 5 keys, 6 values",
+                attention(Matrix::Ones(2, 4), Matrix::Ones(5, 4), Matrix::Ones(6, 3)), std::invalid_argument);
+  CHECK_REFUSES("attention(Q (2, 4), K (5, 3), V (5, 3)): d_k 4 against 3",
+                attention(Matrix::Ones(2, 4), Matrix::Ones(5, 3), Matrix::Ones(5, 3)), std::invalid_argument);
 }
 
 TEST_CASE("focus: weights with no rows or no columns are refused", "[ch03][focus]") {
-  CHECK_THROWS_AS(focus(Matrix(0, 4)), std::invalid_argument);
-  CHECK_THROWS_AS(focus(Matrix(3, 0)), std::invalid_argument);
+  CHECK_REFUSES("focus(weights (0, 4)): no rows", focus(Matrix(0, 4)), std::invalid_argument);
+  CHECK_REFUSES("focus(weights (3, 0)): no columns", focus(Matrix(3, 0)), std::invalid_argument);
 }

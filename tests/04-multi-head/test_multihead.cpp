@@ -101,12 +101,14 @@ TEST_CASE("split_heads: head h of sequence b is a column block of that sequence'
 
 TEST_CASE("split_heads: refuses sizes that do not divide", "[ch04][split_heads]") {
   const Matrix X = Matrix::Ones(6, 8);
-  CHECK_THROWS_AS(split_heads(X, 1, 3), std::invalid_argument);  // 8 columns, 3 heads
-  CHECK_THROWS_AS(split_heads(X, 4, 2), std::invalid_argument);  // 6 rows, 4 sequences
-  CHECK_THROWS_AS(split_heads(X, 1, 0), std::invalid_argument);  // no heads
-  CHECK_THROWS_AS(split_heads(X, 0, 2), std::invalid_argument);  // no sequences
-  CHECK_THROWS_AS(split_heads(X, -2, 2), std::invalid_argument);
-  CHECK_THROWS_AS(split_heads(X, 2, -4), std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch 1, n_heads 3): 8 columns do not split into 3 heads", split_heads(X, 1, 3),
+                std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch 4, n_heads 2): 6 rows do not make 4 sequences", split_heads(X, 4, 2),
+                std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch 1, n_heads 0)", split_heads(X, 1, 0), std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch 0, n_heads 2)", split_heads(X, 0, 2), std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch -2, n_heads 2)", split_heads(X, -2, 2), std::invalid_argument);
+  CHECK_REFUSES("split_heads(X (6, 8), batch 2, n_heads -4)", split_heads(X, 2, -4), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------
@@ -336,11 +338,18 @@ TEST_CASE("multi_head_attention: refuses sizes that do not divide", "[ch04][mult
   Generator gen(8);
   const AttentionParams params = make_attention_params(gen, 12);
   const Matrix X = gen.randn(6, 12);
-  CHECK_THROWS_AS(multi_head_attention(X, X, 1, params, 5), std::invalid_argument);  // 12 % 5 != 0
-  CHECK_THROWS_AS(multi_head_attention(X, X, 1, params, 0), std::invalid_argument);
-  CHECK_THROWS_AS(multi_head_attention(X, X, 4, params, 3), std::invalid_argument);  // 6 rows, 4 sequences
-  CHECK_THROWS_AS(multi_head_attention(X, gen.randn(7, 12), 2, params, 3), std::invalid_argument);  // 7 keys
-  CHECK_THROWS_AS(multi_head_attention(X, X, 0, params, 3), std::invalid_argument);
+  CHECK_REFUSES("multi_head_attention(X (6, 12), batch 1, n_heads 5): d_model 12 does not split into 5 heads",
+                multi_head_attention(X, X, 1, params, 5), std::invalid_argument);
+  CHECK_REFUSES("multi_head_attention(X (6, 12), batch 1, n_heads 0)", multi_head_attention(X, X, 1, params, 0),
+                std::invalid_argument);
+  CHECK_REFUSES("multi_head_attention(X (6, 12), batch 4, n_heads 3): 6 rows do not make 4 sequences",
+                multi_head_attention(X, X, 4, params, 3), std::invalid_argument);
+  CHECK_REFUSES(
+      "multi_head_attention(queries (6, 12), keys and values (7, 12), batch 2, n_heads 3): 7 rows do not make 2 "
+      "sequences",
+      multi_head_attention(X, gen.randn(7, 12), 2, params, 3), std::invalid_argument);
+  CHECK_REFUSES("multi_head_attention(X (6, 12), batch 0, n_heads 3)", multi_head_attention(X, X, 0, params, 3),
+                std::invalid_argument);
 }
 
 TEST_CASE("multi_head_attention: a head attention that returns the wrong shapes is refused",
@@ -359,6 +368,10 @@ TEST_CASE("multi_head_attention: a head attention that returns the wrong shapes 
     a.output = Matrix::Zero(a.output.rows(), a.output.cols() + 1);
     return a;
   };
-  CHECK_THROWS_AS(multi_head_attention(X, X, 2, params, 2, short_weights), std::invalid_argument);
-  CHECK_THROWS_AS(multi_head_attention(X, X, 2, params, 2, wide_output), std::invalid_argument);
+  CHECK_REFUSES(
+      "multi_head_attention(X (6, 8), batch 2, n_heads 2) with a head attention whose weights lack a query row",
+      multi_head_attention(X, X, 2, params, 2, short_weights), std::invalid_argument);
+  CHECK_REFUSES(
+      "multi_head_attention(X (6, 8), batch 2, n_heads 2) with a head attention whose output has one column too many",
+      multi_head_attention(X, X, 2, params, 2, wide_output), std::invalid_argument);
 }

@@ -112,8 +112,10 @@ TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refuse
   const Matrix scores = fx().matrix("am.scores");
   require_close("apply_mask(scores (5, 7)) with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)),
                 scores, kBitExact);
-  CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(5, 6, true)), std::invalid_argument);
-  CHECK_THROWS_AS(apply_mask(scores, Mask::Constant(7, 5, true)), std::invalid_argument);
+  CHECK_REFUSES("apply_mask(scores (5, 7), mask (5, 6))", apply_mask(scores, Mask::Constant(5, 6, true)),
+                std::invalid_argument);
+  CHECK_REFUSES("apply_mask(scores (5, 7), mask (7, 5))", apply_mask(scores, Mask::Constant(7, 5, true)),
+                std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------
@@ -132,9 +134,12 @@ TEST_CASE("padding_masks: key j is allowed iff j < length, for every query", "[c
 }
 
 TEST_CASE("padding_masks: lengths outside [0, seq_len] are refused", "[ch05][padding_masks]") {
-  CHECK_THROWS_AS(padding_masks({7}, 6), std::invalid_argument);
-  CHECK_THROWS_AS(padding_masks({-1}, 6), std::invalid_argument);
-  CHECK_THROWS_AS(padding_masks({6, 3, 9}, 6), std::invalid_argument);
+  CHECK_REFUSES("padding_masks(lengths {7}, seq_len 6): a length above seq_len", padding_masks({7}, 6),
+                std::invalid_argument);
+  CHECK_REFUSES("padding_masks(lengths {-1}, seq_len 6): a negative length", padding_masks({-1}, 6),
+                std::invalid_argument);
+  CHECK_REFUSES("padding_masks(lengths {6, 3, 9}, seq_len 6): the third above seq_len", padding_masks({6, 3, 9}, 6),
+                std::invalid_argument);
   CHECK_NOTHROW(padding_masks({6, 0}, 6));
 }
 
@@ -285,7 +290,8 @@ TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong 
                 plain.weights, kFloat32);
   require_close("masked_attention(Q, K, V (7, 8), all-true mask).output vs attention", masked.output, plain.output,
                 kFloat32);
-  CHECK_THROWS_AS(masked_attention(Q, K, V, causal(6)), std::invalid_argument);
+  CHECK_REFUSES("masked_attention(Q, K, V (7, 8), mask (6, 6)): the scores are (7, 7)",
+                masked_attention(Q, K, V, causal(6)), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------
@@ -371,15 +377,18 @@ TEST_CASE("causal_mask: a negative seq_len is refused", "[ch05][causal_mask]") {
 }
 
 TEST_CASE("mask_and: masks of different shapes are refused", "[ch05][mask_and]") {
-  CHECK_THROWS_AS(mask_and(causal_mask(4), causal_mask(5)), std::invalid_argument);
-  CHECK_THROWS_AS(mask_and(Mask::Constant(4, 6, true), Mask::Constant(6, 4, true)), std::invalid_argument);
+  CHECK_REFUSES("mask_and(mask (4, 4), mask (5, 5))", mask_and(causal_mask(4), causal_mask(5)), std::invalid_argument);
+  CHECK_REFUSES("mask_and(mask (4, 6), mask (6, 4))", mask_and(Mask::Constant(4, 6, true), Mask::Constant(6, 4, true)),
+                std::invalid_argument);
 }
 
 TEST_CASE("masked_attention: K and V of different lengths, or Q and K of different d_k, are refused",
           "[ch05][masked_attention]") {
   const Mask all = Mask::Constant(2, 5, true);
-  CHECK_THROWS_AS(masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 4), Matrix::Ones(6, 3), all),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 3), Matrix::Ones(5, 3), all),
-                  std::invalid_argument);
+  CHECK_REFUSES("masked_attention(Q (2, 4), K (5, 4), V (6, 3), mask (2, 5)): 5 keys, 6 values",
+                masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 4), Matrix::Ones(6, 3), all),
+                std::invalid_argument);
+  CHECK_REFUSES("masked_attention(Q (2, 4), K (5, 3), V (5, 3), mask (2, 5)): d_k 4 against 3",
+                masked_attention(Matrix::Ones(2, 4), Matrix::Ones(5, 3), Matrix::Ones(5, 3), all),
+                std::invalid_argument);
 }

@@ -214,12 +214,16 @@ TEST_CASE("layernorm_backward: dY, dX or grad of the wrong shape are refused", "
   Matrix dX(rows, d);
   LayerNorm grad = make_layernorm(d);
   const Matrix dY = Matrix::Ones(rows, d);
-  CHECK_THROWS_AS(layernorm_backward(Matrix::Ones(rows, d + 1), cache, ln, dX, grad), std::invalid_argument);
-  CHECK_THROWS_AS(layernorm_backward(Matrix::Ones(rows + 1, d), cache, ln, dX, grad), std::invalid_argument);
+  CHECK_REFUSES("layernorm_backward(dY (3, 5)) after a forward of X (3, 4)",
+                layernorm_backward(Matrix::Ones(rows, d + 1), cache, ln, dX, grad), std::invalid_argument);
+  CHECK_REFUSES("layernorm_backward(dY (4, 4)) after a forward of X (3, 4)",
+                layernorm_backward(Matrix::Ones(rows + 1, d), cache, ln, dX, grad), std::invalid_argument);
   Matrix wrong_dX(rows, d - 1);
-  CHECK_THROWS_AS(layernorm_backward(dY, cache, ln, wrong_dX, grad), std::invalid_argument);
+  CHECK_REFUSES("layernorm_backward(dY (3, 4), dX (3, 3)): dX must be X's shape",
+                layernorm_backward(dY, cache, ln, wrong_dX, grad), std::invalid_argument);
   LayerNorm wrong_grad = make_layernorm(d + 2);
-  CHECK_THROWS_AS(layernorm_backward(dY, cache, ln, dX, wrong_grad), std::invalid_argument);
+  CHECK_REFUSES("layernorm_backward(dY (3, 4), grad of a LayerNorm of 6 features): the layer has 4",
+                layernorm_backward(dY, cache, ln, dX, wrong_grad), std::invalid_argument);
   // And the right shapes go through.
   CHECK_NOTHROW(layernorm_backward(dY, cache, ln, dX, grad));
 }
@@ -237,13 +241,19 @@ TEST_CASE("attention_backward: QKV, P, dO, dP or dQKV of the wrong shape are ref
   const Matrix dO = Matrix::Ones(batch * seq, d);
   Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols());
   Matrix bad_dP(P.rows(), P.cols() + 1), bad_dQKV(QKV.rows(), QKV.cols() - 3);
-  CHECK_THROWS_AS(attention_backward(QKV, P, dO, 4, heads, dP, dQKV), std::invalid_argument);  // 6 rows, 4 sequences
-  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, 3, dP, dQKV), std::invalid_argument);  // d_model 4, 3 heads
-  CHECK_THROWS_AS(attention_backward(QKV, P.topRows(P.rows() - 1), dO, batch, heads, dP, dQKV), std::invalid_argument);
-  CHECK_THROWS_AS(attention_backward(QKV, P, Matrix::Ones(batch * seq, d + 1), batch, heads, dP, dQKV),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, bad_dP, dQKV), std::invalid_argument);
-  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, dP, bad_dQKV), std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), batch 4, n_heads 2): 6 rows do not make 4 sequences",
+                attention_backward(QKV, P, dO, 4, heads, dP, dQKV), std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), batch 2, n_heads 3): d_model 4 does not split into 3 heads",
+                attention_backward(QKV, P, dO, batch, 3, dP, dQKV), std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), P (11, 3), batch 2, n_heads 2): P must be (12, 3)",
+                attention_backward(QKV, P.topRows(P.rows() - 1), dO, batch, heads, dP, dQKV), std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), dO (6, 5), batch 2, n_heads 2): dO must be (6, 4)",
+                attention_backward(QKV, P, Matrix::Ones(batch * seq, d + 1), batch, heads, dP, dQKV),
+                std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), dP (12, 4), batch 2, n_heads 2): dP must be P's shape, (12, 3)",
+                attention_backward(QKV, P, dO, batch, heads, bad_dP, dQKV), std::invalid_argument);
+  CHECK_REFUSES("attention_backward(QKV (6, 12), dQKV (6, 9), batch 2, n_heads 2): dQKV must be QKV's shape",
+                attention_backward(QKV, P, dO, batch, heads, dP, bad_dQKV), std::invalid_argument);
   CHECK_NOTHROW(attention_backward(QKV, P, dO, batch, heads, dP, dQKV));
 }
 
@@ -563,11 +573,16 @@ TEST_CASE("cross_entropy_backward: wrong sizes, no counted row and targets outsi
           "[ch07][cross_entropy_backward]") {
   const Matrix probs = Matrix::Constant(3, 4, 0.25f);
   Matrix dlogits(3, 4), wrong(3, 5);
-  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 1}, dlogits), std::invalid_argument);
-  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 1, 2}, wrong), std::invalid_argument);
-  CHECK_THROWS_AS(cross_entropy_backward(probs, {kIgnore, kIgnore, kIgnore}, dlogits), std::invalid_argument);
-  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, 4, 1}, dlogits), std::out_of_range);
-  CHECK_THROWS_AS(cross_entropy_backward(probs, {0, -7, 1}, dlogits), std::out_of_range);
+  CHECK_REFUSES("cross_entropy_backward(probs (3, 4), targets {0, 1}): 2 targets for 3 rows",
+                cross_entropy_backward(probs, {0, 1}, dlogits), std::invalid_argument);
+  CHECK_REFUSES("cross_entropy_backward(probs (3, 4), targets {0, 1, 2}, dlogits (3, 5)): dlogits must be (3, 4)",
+                cross_entropy_backward(probs, {0, 1, 2}, wrong), std::invalid_argument);
+  CHECK_REFUSES("cross_entropy_backward(probs (3, 4), every target ignored): no row to average over",
+                cross_entropy_backward(probs, {kIgnore, kIgnore, kIgnore}, dlogits), std::invalid_argument);
+  CHECK_REFUSES("cross_entropy_backward(probs (3, 4), targets {0, 4, 1}): target 4 outside a vocabulary of 4",
+                cross_entropy_backward(probs, {0, 4, 1}, dlogits), std::out_of_range);
+  CHECK_REFUSES("cross_entropy_backward(probs (3, 4), targets {0, -7, 1}): target -7",
+                cross_entropy_backward(probs, {0, -7, 1}, dlogits), std::out_of_range);
 }
 
 // ===========================================================================
@@ -612,12 +627,17 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
               {0.0, 1e-6});
   check_close("m[1] = (1 - 0.9) * g for g = -40", m[1], -4.0, {0.0, 1e-6});
   check_close("v[1] = (1 - 0.999) * g^2 for g = -40", v[1], 1.6, {0.0, 1e-5});
-  CHECK_THROWS_AS(adam_step(p, std::vector<float>{1.0f}, m, v, 2, cfg), std::invalid_argument);
+  CHECK_REFUSES("adam_step(5 parameters, 1 gradient, step 2)", adam_step(p, std::vector<float>{1.0f}, m, v, 2, cfg),
+                std::invalid_argument);
   std::vector<float> short_buffer(3, 0.0f);  // (m or v of another length: refused, not read past its end)
-  CHECK_THROWS_AS(adam_step(p, g, short_buffer, v, 2, cfg), std::invalid_argument);
-  CHECK_THROWS_AS(adam_step(p, g, m, short_buffer, 2, cfg), std::invalid_argument);
-  CHECK_THROWS_AS(adam_step(p, g, m, v, 0, cfg), std::invalid_argument);   // steps count from 1
-  CHECK_THROWS_AS(adam_step(p, g, m, v, -1, cfg), std::invalid_argument);  // (1 - 0.9^-1 < 0: a step uphill)
+  CHECK_REFUSES("adam_step(5 parameters, m of length 3, step 2)", adam_step(p, g, short_buffer, v, 2, cfg),
+                std::invalid_argument);
+  CHECK_REFUSES("adam_step(5 parameters, v of length 3, step 2)", adam_step(p, g, m, short_buffer, 2, cfg),
+                std::invalid_argument);
+  CHECK_REFUSES("adam_step(5 parameters, step 0): steps count from 1", adam_step(p, g, m, v, 0, cfg),
+                std::invalid_argument);  // steps count from 1
+  CHECK_REFUSES("adam_step(5 parameters, step -1): steps count from 1", adam_step(p, g, m, v, -1, cfg),
+                std::invalid_argument);
 }
 
 // ===========================================================================
@@ -898,7 +918,8 @@ TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout
   stale.gen = &draws;
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &stale);
   stale.keep = Mask::Constant(P.rows() - 1, P.cols(), true);
-  CHECK_THROWS_AS(attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &stale), std::invalid_argument);
+  CHECK_REFUSES("attention_backward with dropout p 0.1 whose mask has one row fewer than P",
+                attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &stale), std::invalid_argument);
 }
 
 TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch, and evaluation drops nothing",

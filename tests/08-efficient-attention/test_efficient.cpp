@@ -42,6 +42,15 @@ const Fixtures& fx() {
 // lse as a (1, seq_q) matrix, the shape the fixture loader gives a 1-D tensor.
 Matrix as_row(const ColVector& v) { return Matrix(v.transpose()); }
 
+// lse against the expected (1, seq_q) row: its length first, then each
+// entry named by its query ("query 9", not the row's "[0, 9]").
+void require_lse(const std::string& what, const ColVector& lse, const Matrix& expected, Tolerance tol) {
+  if (lse.size() != expected.cols())
+    FAIL(fmt::format("{}: {} entries, expected {} (one per query)", what, lse.size(), expected.cols()));
+  require_close(what, as_row(lse), expected, tol,
+                [](int64_t, int64_t query) { return fmt::format("query {}", query); });
+}
+
 // log Σ_j exp(q_i · k_j / sqrt(d_k)) over the keys query i may see, in
 // double: the yardstick for lse that does not come from the code under test.
 Matrix lse_reference(const Matrix& Q, const Matrix& K, bool is_causal) {
@@ -253,12 +262,12 @@ TEST_CASE("tiled_attention: matches PyTorch, 37 x 37, every block size", "[ch08]
     const TiledAttention t = tiled_attention(Q, K, V, false, block);
     const std::string input = fmt::format("(seq_q 37, seq_k 37, not causal, block {})", block);
     require_close("output " + input, t.output, fx().matrix("tiled.self.output"), kFloat32);
-    require_close("lse " + input, as_row(t.lse), fx().matrix("tiled.self.lse"), kFloat32);
+    require_lse("lse " + input, t.lse, fx().matrix("tiled.self.lse"), kFloat32);
   }
   // The defaults: not causal, block 128 (one tile holds everything).
   const TiledAttention t = tiled_attention(Q, K, V);
   require_close("output (default causal = false, block = 128)", t.output, fx().matrix("tiled.self.output"), kFloat32);
-  require_close("lse (default causal = false, block = 128)", as_row(t.lse), fx().matrix("tiled.self.lse"), kFloat32);
+  require_lse("lse (default causal = false, block = 128)", t.lse, fx().matrix("tiled.self.lse"), kFloat32);
 }
 
 TEST_CASE("tiled_attention: causal matches PyTorch, 37 x 37, every block size", "[ch08][tiled_attention]") {
@@ -270,7 +279,7 @@ TEST_CASE("tiled_attention: causal matches PyTorch, 37 x 37, every block size", 
     const TiledAttention t = tiled_attention(Q, K, V, true, block);
     const std::string input = fmt::format("(seq 37, causal, block {})", block);
     require_close("output " + input, t.output, fx().matrix("tiled.self.causal.output"), kFloat32);
-    require_close("lse " + input, as_row(t.lse), fx().matrix("tiled.self.causal.lse"), kFloat32);
+    require_lse("lse " + input, t.lse, fx().matrix("tiled.self.causal.lse"), kFloat32);
   }
 }
 
@@ -284,7 +293,7 @@ TEST_CASE("tiled_attention: cross-attention, 37 queries over 45 keys, matches Py
     const std::string input = fmt::format("(seq_q 37, seq_k 45, d_v 8, not causal, block {})", block);
     require_shape("output " + input, t.output, 37, 8);
     require_close("output " + input, t.output, fx().matrix("tiled.cross.output"), kFloat32);
-    require_close("lse " + input, as_row(t.lse), fx().matrix("tiled.cross.lse"), kFloat32);
+    require_lse("lse " + input, t.lse, fx().matrix("tiled.cross.lse"), kFloat32);
   }
 }
 
@@ -305,7 +314,7 @@ TEST_CASE("tiled_attention: the result does not depend on the block size", "[ch0
                                               seq_k, d_k, d_v, is_causal ? "causal" : "not causal", block);
         const TiledAttention t = tiled_attention(Q, K, V, is_causal, block);
         require_close("output " + input, t.output, whole.output, kFloat32);
-        require_close("lse " + input, as_row(t.lse), as_row(whole.lse), kFloat32);
+        require_lse("lse " + input, t.lse, as_row(whole.lse), kFloat32);
       }
     }
   }
@@ -326,7 +335,7 @@ TEST_CASE("tiled_attention: causal equals chapter 5's masked_attention with the 
       const TiledAttention t = tiled_attention(Q, K, V, true, block);
       const std::string input = fmt::format("(causal, seq {}, d_k 8, d_v 6, block {})", seq, block);
       require_close("output vs masked_attention " + input, t.output, reference.output, kFloat32);
-      require_close("lse vs log-sum-exp in double " + input, as_row(t.lse), lse, kFloat32);
+      require_lse("lse vs log-sum-exp in double " + input, t.lse, lse, kFloat32);
     }
   }
 }
@@ -364,8 +373,7 @@ TEST_CASE("tiled_attention: scores near +-1000 do not overflow", "[ch08][tiled_a
     const TiledAttention t = tiled_attention(Q, K, V, false, block);
     require_finite(fmt::format("output with scores near +-1000 (block {})", block), t.output);
     require_close(fmt::format("output with scores near +-1000 (block {})", block), t.output, expected, kFloat32);
-    require_close(fmt::format("lse with scores near +-1000 (block {})", block), as_row(t.lse), expected_lse,
-                  kFloat32);
+    require_lse(fmt::format("lse with scores near +-1000 (block {})", block), t.lse, expected_lse, kFloat32);
   }
 }
 
@@ -395,7 +403,7 @@ TEST_CASE("tiled_attention: a later tile far below the running maximum adds almo
       return tiled_attention(Q, K, V, false, block);
     }();
     require_close(what + ".output", t.output, expected, kFloat32);
-    require_close(what + ".lse", as_row(t.lse), expected_lse, kFloat32);
+    require_lse(what + ".lse", t.lse, expected_lse, kFloat32);
   }
 }
 
@@ -405,7 +413,7 @@ TEST_CASE("tiled_attention: with no keys at all, output 0 and lse -inf", "[ch08]
   const Matrix Q = Generator(805).randn(3, 4);
   const TiledAttention t = tiled_attention(Q, Matrix(0, 4), Matrix(0, 2), false, 2);
   require_close("output (seq_q 3, seq_k 0, d_v 2)", t.output, Matrix::Zero(3, 2), kBitExact);
-  require_close("lse (seq_q 3, seq_k 0)", as_row(t.lse), Matrix::Constant(1, 3, -kInf), kBitExact);
+  require_lse("lse (seq_q 3, seq_k 0)", t.lse, Matrix::Constant(1, 3, -kInf), kBitExact);
 }
 
 TEST_CASE("tiled_attention: shapes that do not fit, block < 1, causal with seq_q != seq_k, d_k 0 are refused",

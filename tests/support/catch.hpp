@@ -38,3 +38,12 @@ const char* running_throws_check() noexcept;
   SA_THROWS_AS("CHECK_THROWS_AS", Catch::ResultDisposition::ContinueOnFailure, expr, exceptionType)
 #define REQUIRE_THROWS_AS(expr, exceptionType) \
   SA_THROWS_AS("REQUIRE_THROWS_AS", Catch::ResultDisposition::Normal, expr, exceptionType)
+
+// A refusal check that says its input in words: a failure prints them beside
+// the call, whose arguments (X, layer, params) the reader cannot see.
+//   CHECK_REFUSES("context_vector(X (3, 2), query_index 3)", context_vector(X, 3), std::out_of_range);
+#define CHECK_REFUSES(input, expr, exceptionType) \
+  do {                                            \
+    INFO(input);                                  \
+    CHECK_THROWS_AS(expr, exceptionType);         \
+  } while (false)
