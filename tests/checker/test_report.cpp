@@ -79,7 +79,16 @@ TEST_CASE("test cases that broke the same way share one message, four named at m
   CHECK(sa::check::chapter_text(five, false) ==
         "  04-multi-head          …  in progress   0/5 tests, 5 timed out\n"
         "      ✗ a\n      ✗ b\n      ✗ c\n      ✗ ... and 2 more test cases the same way\n"
-        "          timed out after 10 s (an endless loop?), in combine_heads\n");
+        "          timed out after 10 s, the others after 3 s (an endless loop?), in combine_heads\n");
+  // Two ran side by side with the whole limit: the count of the others.
+  five.results[1].message = five.results[0].message;
+  CHECK(sa::check::chapter_text(five, false).find(
+            "          timed out after 10 s, 3 others after 3 s (an endless loop?), in combine_heads\n") !=
+        std::string::npos);
+  // All with the same limit: one limit said.
+  for (auto& r : five.results) r.message = five.results[0].message;
+  CHECK(sa::check::chapter_text(five, false).find(
+            "          timed out after 10 s (an endless loop?), in combine_heads\n") != std::string::npos);
   // On different inputs, still one group: its message names no one input.
   ChapterReport two;
   two.chapter = "08-efficient-attention";

@@ -36,15 +36,42 @@ Counts count(const std::vector<CaseResult>& results) {
 
 bool broken(const CaseResult& r) { return r.status == Status::crash || r.status == Status::timeout; }
 
-// Test cases that broke the same way share one message: the same words but
-// for the time limit, which drops after the first hang.
-std::string group_key(const std::string& message) {
-  // The first "after <digits> s" goes.
+// Where a message's first "after <digits> s" is: [at, end), or npos.
+std::pair<size_t, size_t> time_limit_span(const std::string& message) {
   for (size_t at = message.find("after "); at != std::string::npos; at = message.find("after ", at + 1)) {
     size_t end = at + 6;
     while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
-    if (end > at + 6 && message.compare(end, 2, " s") == 0) return message.substr(0, at) + message.substr(end + 2);
+    if (end > at + 6 && message.compare(end, 2, " s") == 0) return {at, end + 2};
   }
+  return {std::string::npos, std::string::npos};
+}
+
+// Test cases that broke the same way share one message: the same words but
+// for the time limit, which drops after the first hang.
+std::string group_key(const std::string& message) {
+  const auto [at, end] = time_limit_span(message);
+  return at == std::string::npos ? message : message.substr(0, at) + message.substr(end);
+}
+
+// A group's message, its time limit said for all of them: "after 10 s" when
+// the first hang had 10 s and the others 3 s becomes "after 10 s, the
+// others after 3 s".
+std::string group_message(std::string message, const std::vector<const CaseResult*>& same) {
+  const auto [at, end] = time_limit_span(message);
+  if (at == std::string::npos) return message;
+  const std::string first = message.substr(at, end - at);
+  std::string other_limit;
+  size_t others = 0;  // (test cases run side by side: more than one may have had the first limit)
+  for (const CaseResult* r : same) {
+    const auto [r_at, r_end] = time_limit_span(r->message);
+    if (r_at == std::string::npos || r->message.compare(r_at, r_end - r_at, first) == 0) continue;
+    other_limit = r->message.substr(r_at, r_end - r_at);
+    ++others;
+  }
+  if (others > 0 && others == same.size() - 1)
+    message.insert(end, ", the others " + other_limit);
+  else if (others > 0)
+    message.insert(end, ", " + std::to_string(others) + (others == 1 ? " other " : " others ") + other_limit);
   return message;
 }
 
@@ -151,7 +178,8 @@ std::string chapter_text(const ChapterReport& chapter, bool untouched_rule) {
     const bool one_input = std::all_of(same.begin(), same.end(), [&](const CaseResult* r) {
       return input_of(r->message) == input_of(same.front()->message);
     });
-    out << "          " << (one_input ? same.front()->message : without_input(same.front()->message)) << "\n";
+    out << "          " << group_message(one_input ? same.front()->message : without_input(same.front()->message), same)
+        << "\n";
     if (!same.front()->printed.empty()) out << "          it printed: " << printed_text(same.front()->printed) << "\n";
   }
   // So is a wrong answer, in a function the reader believes written: the
