@@ -259,6 +259,11 @@ std::string first_error(const std::string& n, const std::vector<std::string>& lo
   if (line.empty()) line = "the build failed (see: cmake --build build --target test_" + n + "_exercises)";
   replace_all(line, root + "/", "");
   if (line.starts_with("/usr/bin/ld: ")) line = line.substr(13);
+  // A compiler cache that rewrites paths relative to the build folder
+  // (ccache's CCACHE_BASEDIR) makes them "../exercises/...": from the
+  // book's root, where the reader is, that is "exercises/...".
+  for (const char* folder : {"exercises/", "chapters/", "solutions/", "tests/", "common/"})
+    if (line.starts_with(std::string("../") + folder)) line = line.substr(3);
   // An error in the book's own files, which compile as handed out: a file
   // of the book was edited, most often a header under chapters/ (a reader
   // who changed a declaration to match an exercise). Say so: the line
