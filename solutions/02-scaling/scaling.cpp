@@ -55,8 +55,10 @@ DotStats dot_product_stats(Generator& gen, int64_t d_k, int64_t samples) {
   const double mean = sum / double(samples);
 
   // Two passes (mean first, then squared deviations) rather than
-  // E[x²] − E[x]², which cancels catastrophically when the mean is small
-  // next to the spread. Divide by samples − 1 (unbiased, like torch.var):
+  // E[x²] − E[x]²: that difference of two nearly equal numbers loses most
+  // of its digits when the mean is large next to the spread (here the mean
+  // is near 0, but the two passes are right whatever the data). Divide by
+  // samples − 1 (unbiased, like torch.var):
   // the deviations are measured from the sample mean, which already sits
   // closer to the data than the true mean does.
   double squares = 0;

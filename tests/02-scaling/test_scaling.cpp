@@ -91,7 +91,7 @@ TEST_CASE("scaled_scores: d_k = 1 divides by sqrt(1) = 1", "[ch02][scaled_scores
                 fx().matrix("dk1.scaled"), kElementwise);
 }
 
-TEST_CASE("scaled_scores: queries and keys of different d_k are refused", "[ch02][scaled_scores]") {
+TEST_CASE("scaled_scores: queries and keys of different d_k, or of d_k 0, are refused", "[ch02][scaled_scores]") {
   CHECK_REFUSES("scaled_scores(Q (2, 3), K (2, 4)): d_k 3 against 4",
                 scaled_scores(Matrix::Ones(2, 3), Matrix::Ones(2, 4)), std::invalid_argument);
   CHECK_REFUSES("scaled_scores(Q (5, 8), K (5, 16)): d_k 8 against 16",

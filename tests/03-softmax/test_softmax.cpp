@@ -367,8 +367,8 @@ TEST_CASE("row_entropy: hand-derived values", "[ch03][row_entropy]") {
   // Float inputs such as 1/6 carry a relative error of 3e-8, so 1e-6 is ample.
   for (int64_t n : {1, 2, 6, 50}) {
     const auto H = row_entropy(Matrix::Constant(2, n, 1.0f / float(n)));
-    INFO("row_entropy of 2 rows uniform over " << n << " keys: expected log " << n << " = " << std::log(double(n))
-                                               << " each");
+    INFO("row_entropy of 2 rows uniform over " << n << (n == 1 ? " key" : " keys") << ": expected log " << n
+                                               << " = " << std::log(double(n)) << " each");
     REQUIRE(H.size() == 2);
     CHECK(H[0] == Approx(std::log(double(n))).margin(1e-6));
     CHECK(H[1] == Approx(std::log(double(n))).margin(1e-6));
@@ -414,7 +414,7 @@ TEST_CASE("row_entropy: matches PyTorch (torch.special.entr summed)", "[ch03][ro
 TEST_CASE("focus: hand-derived values", "[ch03][focus]") {
   // float32 weights such as 0.7f are 0.7 within 3e-8: 1e-7 is their rounding.
   for (int64_t n : {1, 3, 6, 50})
-    check_close(fmt::format("focus of 4 rows uniform over {} keys", n), focus(Matrix::Constant(4, n, 1.0f / float(n))),
+    check_close(fmt::format("focus of 4 rows uniform over {} {}", n, n == 1 ? "key" : "keys"), focus(Matrix::Constant(4, n, 1.0f / float(n))),
                 1.0 / double(n), {1e-7, 0.0});
   Matrix one_hot = Matrix::Zero(3, 5);
   one_hot(0, 4) = one_hot(1, 0) = one_hot(2, 2) = 1.0f;

@@ -278,16 +278,14 @@ TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence,
   };
   const MultiHead mh = multi_head_attention(X_q, X_kv, batch, params, n_heads, spy);
 
-  {
-    INFO(unknown << " call(s) of the head attention got a Q and K that are no head of that sequence"
-                 << " (batch 2, n_heads 4, d_model 8, d_k 2)");
-    CHECK(unknown == 0);
-  }
+  if (unknown != 0)
+    FAIL_CHECK(unknown << " call(s) of the head attention got a Q and K that are no head of that sequence"
+                       << " (batch 2, n_heads 4, d_model 8, d_k 2): expected each call to get one head's Q and K");
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < n_heads; ++h) {
-      INFO("calls of the head attention for sequence " << b << ", head " << h << " (batch 2, n_heads 4): expected 1");
-      CHECK(calls[size_t(b)][size_t(h)] == 1);
-    }
+    for (int64_t h = 0; h < n_heads; ++h)
+      if (const int n = calls[size_t(b)][size_t(h)]; n != 1)
+        FAIL_CHECK("the head attention was called " << n << " time(s) for sequence " << b << ", head " << h
+                                                    << " (batch 2, n_heads 4): expected once");
   // The custom weights land in weights[b, h] untouched.
   require_shape("weights", mh.weights.shape(), Shape{batch, n_heads, seq_q, seq_k});
   for (int64_t b = 0; b < batch; ++b)

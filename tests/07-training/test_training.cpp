@@ -627,6 +627,13 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
               {0.0, 1e-6});
   check_close("m[1] = (1 - 0.9) * g for g = -40", m[1], -4.0, {0.0, 1e-6});
   check_close("v[1] = (1 - 0.999) * g^2 for g = -40", v[1], 1.6, {0.0, 1e-5});
+}
+
+TEST_CASE("adam_step: a gradient or buffer of another length, and a step below 1, are refused", "[ch07][adam_step]") {
+  std::vector<float> p{1.0f, -2.0f, 0.5f, 3.0f, 1.0f};
+  const std::vector<float> g{1e-3f, -40.0f, 0.0f, 2.5f, 1e-7f};
+  std::vector<float> m(5, 0.0f), v(5, 0.0f);
+  AdamConfig cfg;
   CHECK_REFUSES("adam_step(5 parameters, 1 gradient, step 2)", adam_step(p, std::vector<float>{1.0f}, m, v, 2, cfg),
                 std::invalid_argument);
   std::vector<float> short_buffer(3, 0.0f);  // (m or v of another length: refused, not read past its end)
@@ -635,7 +642,7 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
   CHECK_REFUSES("adam_step(5 parameters, v of length 3, step 2)", adam_step(p, g, m, short_buffer, 2, cfg),
                 std::invalid_argument);
   CHECK_REFUSES("adam_step(5 parameters, step 0): steps count from 1", adam_step(p, g, m, v, 0, cfg),
-                std::invalid_argument);  // steps count from 1
+                std::invalid_argument);
   CHECK_REFUSES("adam_step(5 parameters, step -1): steps count from 1", adam_step(p, g, m, v, -1, cfg),
                 std::invalid_argument);
 }

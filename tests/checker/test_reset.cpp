@@ -54,6 +54,23 @@ TEST_CASE("reset: a written function is its stub again, the reader's kept in sav
   CHECK(reset(tree, {"1", "shift"}) == "shift is already its stub: nothing to reset\n");
 }
 
+TEST_CASE("reset: the function's hints start again at level 1, the other functions' levels stay", "[checker]") {
+  const ScratchTree tree("exercise_tree");
+  std::filesystem::create_directories(tree.root / "build");
+  tree.write("build/hint-levels", "01-demo shift 2\n01-demo scale 3\n");
+  CHECK(reset(tree, {"1", "shift"}) ==
+        "shift in exercises/01-demo/demo.cpp is its stub again.\n"
+        "Your version is kept in exercises/01-demo/saved/shift.20260126-142501.cpp.\n"
+        "Its hints start again at level 1 (./book hint 1 shift).\n");
+  CHECK(tree.read("build/hint-levels") == "01-demo scale 3\n");
+  // A stub whose hints were read: its hints start again, nothing else changes.
+  tree.write("build/hint-levels", "01-demo shift 1\n01-demo scale 3\n");
+  CHECK(reset(tree, {"1", "shift"}) ==
+        "shift is already its stub: nothing to reset\n"
+        "Its hints start again at level 1 (./book hint 1 shift).\n");
+  CHECK(tree.read("build/hint-levels") == "01-demo scale 3\n");
+}
+
 TEST_CASE("reset: a file saved with CRLF line ends keeps them, and the function before stays whole", "[checker]") {
   // (The scanner once took a '\r' after a closing brace for the start of the
   // next definition, and reset cut that brace away.)

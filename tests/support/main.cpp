@@ -51,12 +51,14 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <typeinfo>
@@ -140,15 +142,17 @@ class NameEveryException : public Catch::IExceptionTranslator {
 [[maybe_unused]] const bool registered = [] {
 #if CATCH_VERSION_MAJOR >= 3
   Catch::getMutableRegistryHub().registerTranslator(Catch::Detail::make_unique<NameEveryException>());
-  // Numbers in a message as Catch2 2 writes them, 10 digits of a double and
-  // 5 of a float ("Approx( 0.6931471806 )"), not Catch2 3's 17 and 9
-  // ("0.69314718055994529"), whose last digits are the binary fraction's
-  // noise: the same message on Debian 12 and 13.
+  // Doubles in a message as Catch2 2 writes them, 10 decimals
+  // ("Approx( 0.6931471806 )"), not Catch2 3's 17 ("0.69314718055994529"),
+  // whose last digits are the binary fraction's noise: the same message on
+  // Debian 12 and 13.
   Catch::StringMaker<double>::precision = 10;
-  Catch::StringMaker<float>::precision = 5;
 #else
   Catch::getMutableRegistryHub().registerTranslator(new NameEveryException);
 #endif
+  // A float with 9 decimals, not 5: Catch2 writes them fixed-point, so with
+  // 5 a gradient of 1e-7 that should be 0 read "expected g to be 0, got 0".
+  Catch::StringMaker<float>::precision = 9;
   return true;
 }();
 
@@ -170,6 +174,28 @@ std::pair<std::string, std::string> call_and_type(const std::string& expression)
   const auto comma = expression.rfind(", ");
   if (comma == std::string::npos) return {expression, "an exception"};
   return {expression.substr(0, comma), expression.substr(comma + 2)};
+}
+
+// A value as Catch2 writes it, as a reader writes it: a float without its
+// suffix ("0.98007f" is 0.98007, "nanf" is nan) and an Approx as its number
+// ("Approx( -0.4161468365 )" is about -0.4161468365).
+std::string plain_value(const std::string& value) {
+  static const std::regex kFloat("(-?(?:[0-9]+\\.?[0-9]*(?:e[-+]?[0-9]+)?|nan|inf))f");
+  static const std::regex kApprox("Approx\\( (.*) \\)");
+  std::smatch m;
+  if (std::regex_match(value, m, kFloat)) return m[1];
+  if (std::regex_match(value, m, kApprox)) return "about " + m[1].str();
+  return value;
+}
+
+// Whether two texts are the same number (a literal "1e-6f" and Catch2's
+// "0.000001f").
+bool same_number(const std::string& a, const std::string& b) {
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a), y = std::strtod(b.c_str(), &end_b);
+  if (end_a == a.c_str() || *end_a != '\0' || end_b == b.c_str() || *end_b != '\0') return false;
+  return x == y || std::abs(x - y) <= 1e-6 * std::max(std::abs(x), std::abs(y));
 }
 
 // A failed comparison CHECK(a == b), which Catch2 reports as the expression
@@ -195,9 +221,16 @@ std::string comparison_sentence(const std::string& expression, const std::string
     // Values Catch2 cannot print (a matrix row) show as "{?}": then only the claim.
     if (left_value.find("{?}") != std::string::npos || right_value.find("{?}") != std::string::npos)
       return "expected " + left + " " + words + " " + right + ", and it was not";
-    // "x to be 0" when the right side is a literal, "x to be y (0)" when it is a name.
-    const std::string wanted = right == right_value ? right : right + " (" + right_value + ")";
-    return "expected " + left + " " + words + " " + wanted + ", got " + left_value;
+    // "x to be 0" when the right side is a literal, "x to be y (0)" when it
+    // is a name, "x to be about 0.4" for an Approx, whose code says nothing
+    // a reader needs.
+    const std::string right_plain = plain_value(right), value_plain = plain_value(right_value);
+    std::string wanted = right + " (" + value_plain + ")";
+    if (right_plain == value_plain || same_number(right_plain, value_plain))
+      wanted = right_plain;
+    else if (right.starts_with("Approx("))
+      wanted = value_plain;
+    return "expected " + left + " " + words + " " + wanted + ", got " + plain_value(left_value);
   }
   return "";
 }

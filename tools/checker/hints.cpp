@@ -101,7 +101,7 @@ void remember_hint_level(const fs::path& levels, const std::string& chapter, con
   std::ostringstream kept;
   for (const std::string& line : lines_of(read_file(levels)))
     if (!is_key(words(line), chapter, function)) kept << line << '\n';
-  kept << chapter << ' ' << function << ' ' << level << '\n';
+  if (level > 0) kept << chapter << ' ' << function << ' ' << level << '\n';  // (0: forgotten)
   // (written beside it, then renamed: an interrupted hint leaves the old file whole)
   fs::create_directories(levels.parent_path());
   const fs::path fresh = levels.string() + ".new";

@@ -25,7 +25,7 @@ int hint_level_count(const std::string& hints, const std::string& function);
 std::vector<std::string> hint_lines(const std::string& hints, const std::string& function, int level);
 
 // The level last shown for a chapter's function (0: none yet), and
-// remembering a new one, in the file `levels`.
+// remembering a new one (0 forgets it), in the file `levels`.
 int shown_hint_level(const std::filesystem::path& levels, const std::string& chapter, const std::string& function);
 void remember_hint_level(const std::filesystem::path& levels, const std::string& chapter, const std::string& function,
                          int level);

@@ -2,6 +2,7 @@
 
 #include "chapters.hpp"
 #include "exercise_functions.hpp"
+#include "hints.hpp"
 #include "read_file.hpp"
 
 #include <algorithm>
@@ -17,7 +18,8 @@ const std::string kResetUsage = "usage: ./book reset N FUNCTION";
 const std::string kResetHelp =
     kResetUsage + "\n\n" +
     "Puts exercise function FUNCTION of chapter N (3, 03 or 03-softmax) back to its stub, as handed out.\n"
-    "Yours is kept in exercises/NN-name/saved/FUNCTION.DATE.cpp; a deleted function or file comes back.\n";
+    "Yours is kept in exercises/NN-name/saved/FUNCTION.DATE.cpp; a deleted function or file comes back.\n"
+    "Its hints (./book hint) start again at level 1.\n";
 
 // A file's lines, each with its newline (the last one may have none), so
 // that the pieces put together are the files' bytes.
@@ -138,6 +140,14 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   const std::string name = function.name, relative_mine = "exercises/" + chapter + "/" + function.file;
   const fs::path mine = root / relative_mine;
   const fs::path stub = root / "tests" / "stubs" / chapter / function.file;
+  // A function started again starts its hints again too: the next
+  // `./book hint` is level 1. (Called once the function is its stub.)
+  const auto restart_hints = [&] {
+    const fs::path levels = root / "build" / "hint-levels";
+    if (shown_hint_level(levels, chapter, name) == 0) return;
+    remember_hint_level(levels, chapter, name, 0);
+    out << "Its hints start again at level 1 (./book hint " << chapter_number(chapter) << " " << name << ").\n";
+  };
 
   std::error_code ec;
   if (!fs::is_regular_file(mine)) {
@@ -145,11 +155,13 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
     if (!ec) fs::copy_file(stub, mine, fs::copy_options::overwrite_existing, ec);
     if (ec) throw Refusal("reset: cannot restore " + relative_mine + " from its stub: " + ec.message());
     out << relative_mine << " was missing: restored it whole from its stub\n";
+    restart_hints();
     return;
   }
   const FunctionState state = function_state(root, chapter, function);
   if (state == FunctionState::stub) {
     out << name << " is already its stub: nothing to reset\n";
+    restart_hints();
     return;
   }
 
@@ -190,6 +202,7 @@ void reset_command(const fs::path& root, const std::vector<std::string>& args, s
   }
   out << name << " in " << relative_mine << " is its stub again.\n";
   if (!saved.empty()) out << "Your version is kept in " << saved << ".\n";
+  restart_hints();
 }
 
 }  // namespace sa::check
