@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <charconv>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -182,7 +183,9 @@ void remove_stale_temporaries(const std::filesystem::path& dir, const std::strin
     if (dash == 0 || dash == std::string::npos || rest.size() != dash + 7 ||
         rest.find_first_not_of("0123456789") != dash)
       continue;
-    const long pid = std::stol(rest.substr(0, dash));
+    // (A number no process id can be, 20 digits say, is no save's: it stays.)
+    long pid = 0;
+    if (std::from_chars(rest.data(), rest.data() + dash, pid).ec != std::errc() || pid > INT_MAX) continue;
     if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
   }
 }

@@ -62,8 +62,12 @@ void visit_checkpoint_tensors(const GptParams& params, const GptParams* m, const
   if (v) each(*v, kMomentPrefix[1]);
 }
 
-// The characters of a vocabulary string, checked: UTF-8, none twice. ""
-// when they are fine, else what is wrong.
+// The characters of a vocabulary string, checked: UTF-8, none twice, in
+// code-point order as build_vocab makes them (encode may look a character
+// up by bisection: out of order, it would say a character it holds is not
+// there), and no control character but the line end (the text has none; the
+// generated text goes to a terminal). "" when they are fine, else what is
+// wrong.
 std::string vocabulary_problem(const std::string& text, int64_t vocab_size, std::vector<char32_t>& chars) {
   try {
     chars = utf8_chars("the vocabulary", text);
@@ -76,6 +80,17 @@ std::string vocabulary_problem(const std::string& text, int64_t vocab_size, std:
   for (size_t k = 0; k < chars.size(); ++k)
     if (!seen.insert(chars[k]).second) return fmt::format("character {} of the vocabulary, {}, is there twice", k,
                                                           char_name(chars[k]));
+  for (size_t k = 0; k < chars.size(); ++k) {
+    const char32_t c = chars[k];
+    if ((c < 0x20 && c != '\n') || (c >= 0x7F && c < 0xA0))
+      return fmt::format("character {} of the vocabulary, {}, is a control character (a text's vocabulary has "
+                         "none but the line end)",
+                         k, char_name(c));
+    if (k > 0 && c < chars[k - 1])
+      return fmt::format("the vocabulary is not in code-point order: character {}, {}, comes after {} (a vocabulary "
+                         "built from a text is sorted)",
+                         k, char_name(c), char_name(chars[k - 1]));
+  }
   return "";
 }
 

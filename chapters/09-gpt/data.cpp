@@ -79,7 +79,7 @@ std::string char_name(char32_t c) {
   if (c == '\n') return "'\\n'";
   if (c == '\t') return "'\\t'";
   if (c == '\r') return "'\\r'";
-  if (c < 0x20 || c == 0x7F) return fmt::format("U+{:04X}", uint32_t(c));  // a control character prints nothing
+  if (c < 0x20 || (c >= 0x7F && c < 0xA0)) return fmt::format("U+{:04X}", uint32_t(c));  // a control character prints nothing
   std::string s = "'";
   append_utf8(s, c);
   s += "'";

@@ -398,11 +398,16 @@ TEST_CASE("checkpoint: each save checks its own file before the rename, and remo
   const fs::path stale = dir / fmt::format(".race.safetensors.tmp-{}-a1B2c3", child);
   const fs::path live = dir / fmt::format(".race.safetensors.tmp-{}-d4E5f6", ::getpid());
   const fs::path unrelated = dir / fmt::format(".other.safetensors.tmp-{}-a1B2c3", child);
-  for (const fs::path& f : {stale, live, unrelated}) write_bytes(f, {1, 2, 3});
+  // (and a number that is no process id, more digits than a long holds:
+  // no save's file, it stays, and the save goes on)
+  const fs::path no_pid = dir / ".race.safetensors.tmp-99999999999999999999-a1B2c3";
+  for (const fs::path& f : {stale, live, unrelated, no_pid}) write_bytes(f, {1, 2, 3});
   save_checkpoint(path.string(), t.ckpt);
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(unrelated));
+  CHECK(fs::exists(no_pid));
+  CHECK(read_bytes(path) == checkpoint_bytes(t.ckpt));
 }
 
 TEST_CASE("checkpoint: a folder or a pipe under a checkpoint's name, or too little room, is refused before training",

@@ -295,6 +295,12 @@ TEST_CASE("chapter 9 checkpoint: a damaged file is refused in one line naming th
              contains("the vocabulary holds 3 characters, but vocab_size = 5"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "vocabulary", "\n aba"); })),
              contains("is there twice"));
+  // Out of order (encode may bisect: it would not find 'a'), or a control
+  // character the terminal would obey.
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "vocabulary", "\n bac"); })),
+             contains("the vocabulary is not in code-point order: character 3, 'a', comes after 'b'"));
+  CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "vocabulary", "\n\x1b ab"); })),
+             contains("character 1 of the vocabulary, U+001B, is a control character"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "iteration", "9"); })),
              contains("its iteration '9' is not a whole number from 0 to iters = 8"));
   CHECK_THAT(refusal(edited([](json& h) { set_meta(h, "adamw_step", "2"); })),
