@@ -287,7 +287,30 @@ void Cli::parse(int argc, char** argv) {
     option->set(value);
   }
   given_ = std::move(seen);
-  if (plots) require_writable_dir("--plots-dir", plots_dir, kFiguresFreeBytes);
+  if (plots) {
+    require_writable_dir("--plots-dir", plots_dir, kFiguresFreeBytes);
+    require_no_folder_named_png(plots_dir);
+  } else if (given("--plots-dir")) {
+    throw UsageError("--plots-dir names where figures go, and --no-plots draws none: give one of the two");
+  }
+}
+
+void require_no_folder_named_png(const std::string& dir) {
+  namespace fs = std::filesystem;
+  // Every figure is NAME.png in the folder: anything there of such a name
+  // that is not a file (a folder, a pipe) would fail its figure after the
+  // chapter's whole run. Said now, before any work.
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& path = it->path();
+    if (path.extension() != ".png") continue;
+    std::error_code type_ec;
+    const fs::file_status status = fs::status(path, type_ec);  // (through a link, as gnuplot would write)
+    if (type_ec || fs::is_regular_file(status) || !fs::exists(status)) continue;
+    throw UsageError(fmt::format("--plots-dir: '{}' is {}, where a figure NAME.png would be written: move it away, or "
+                                 "give another --plots-dir",
+                                 path.string(), fs::is_directory(status) ? "a folder" : "not a file"));
+  }
 }
 
 void require_writable_dir(const std::string& flag, const std::string& dir, double min_free_bytes) {

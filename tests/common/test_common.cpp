@@ -332,8 +332,10 @@ TEST_CASE("Cli: a flag twice, a missing value, hex and padded numbers, and bad f
   std::ofstream(file) << "x";
   CHECK(usage_error({"--plots-dir", file}) == "--plots-dir '" + file + "' is not a folder");
   CHECK(usage_error({"--plots-dir", file + "/sub"}).rfind("--plots-dir '" + file + "/sub' cannot be created", 0) == 0);
-  // --no-plots: the folder is never looked at.
-  CHECK(usage_error({"--no-plots", "--plots-dir", file}).empty());
+  // --no-plots draws nothing: a folder for the figures too is a contradiction.
+  CHECK(usage_error({"--no-plots", "--plots-dir", file}) ==
+        "--plots-dir names where figures go, and --no-plots draws none: give one of the two");
+  CHECK(usage_error({"--no-plots"}).empty());
   // A part the system cannot look at, taken for a missing folder to create
   // (every figure then failed, after the steps; a checkpoint after its
   // training): a loop of symbolic links, a name longer than a folder entry.
@@ -365,6 +367,16 @@ TEST_CASE("Cli: a figure folder is probed but not created, so a run refused for 
   // An existing folder is probed in place.
   CHECK(usage_error({"--plots-dir", parent.string()}).empty());
   CHECK(fs::is_empty(parent));
+  // A folder under a figure's name (NAME.png) would fail that figure after
+  // the run: refused now. A file of that name is an old figure, and stays.
+  fs::create_directories(parent / "scores.png");
+  CHECK(usage_error({"--plots-dir", parent.string()}) ==
+        "--plots-dir: '" + (parent / "scores.png").string() +
+            "' is a folder, where a figure NAME.png would be written: move it away, or give another --plots-dir");
+  fs::remove(parent / "scores.png");
+  std::ofstream(parent / "scores.png") << "an old figure";
+  CHECK(usage_error({"--plots-dir", parent.string()}).empty());
+  fs::remove(parent / "scores.png");
   // A folder under /proc cannot be made: said before any work, as before.
   CHECK(usage_error({"--plots-dir", "/proc/sa-figures"}).rfind("--plots-dir '/proc/sa-figures' cannot be created", 0) == 0);
   // ... and not as if /proc were missing (creating a file there is ENOENT).

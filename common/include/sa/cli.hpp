@@ -145,6 +145,11 @@ class Cli {
 // option leaves no empty folder behind.
 void require_writable_dir(const std::string& flag, const std::string& dir, double min_free_bytes = 0);
 
+// Throws UsageError when the figure folder `dir` holds something named
+// *.png that is not a file (a folder, a pipe): a figure written under that
+// name would fail after the run.
+void require_no_folder_named_png(const std::string& dir);
+
 // A chapter's figures take up to 1.2 MiB (chapter 7); a figure folder must
 // have this much free space before any work.
 inline constexpr double kFiguresFreeBytes = 4.0 * 1024 * 1024;
