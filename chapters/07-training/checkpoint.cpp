@@ -358,7 +358,9 @@ void require_checkpoint_targets(const std::string& flag, const std::vector<Check
                                    flag, printable(name.string(), 40), name.string().size(),
                                    name.string().size() - (temporary.size() - NAME_MAX), printable(temporary, 40)));
     const fs::path parent = fs::path(t.path).has_parent_path() ? fs::path(t.path).parent_path() : fs::path(".");
-    require_writable_dir(flag, parent.string());
+    // (named "--checkpoint 'a/x.safetensors': its folder 'a' ...": the
+    // option's value is the file)
+    require_writable_dir(fmt::format("{} '{}': its folder", flag, printable(t.path)), parent.string());
     by_dir[parent.string()] += t.bytes;
   }
   for (const auto& [dir, needed] : by_dir) {

@@ -121,8 +121,9 @@ refuse 09-gpt "--checkpoint is empty: give a file" --checkpoint ""
 # files: each failed only at the save, exit 1 after the training.
 refuse 09-gpt "--checkpoint: '$ch9_ckpt/new/' names a folder, not a file" --checkpoint "$ch9_ckpt/new/" --no-plots
 printf 'x' >"$ch9_ckpt/file"
-refuse 09-gpt "--checkpoint '$ch9_ckpt/file' is not a folder" --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
-refuse 09-gpt "--checkpoint '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
+refuse 09-gpt "--checkpoint '$ch9_ckpt/file/x.safetensors': its folder '$ch9_ckpt/file' is not a folder" \
+  --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
+refuse 09-gpt "--checkpoint '/proc/x.safetensors': its folder '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
 refuse 09-gpt "none.safetensors: train first with \`./book run 9 --checkpoint" \
   --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
 # A --quick run is made again with --quick (not the full run's minutes).
