@@ -9,6 +9,7 @@
 
 #include "sa/cli.hpp"
 #include "sa/plot.hpp"
+#include "sa/printable.hpp"
 #include "sa/text.hpp"
 
 #include <fmt/core.h>
@@ -62,6 +63,19 @@ inline std::vector<int64_t> encode_text(const std::string& text, const std::vect
     ids.push_back(int64_t(it - lowered.begin()));
   }
   return ids;
+}
+
+// encode_text of the option --text: a refusal names the option, and says
+// when the text is its default, which the reader never typed (a checkpoint
+// of the reversal task knows no 'the').
+inline std::vector<int64_t> encode_text_option(const std::string& text, const std::vector<std::string>& tokens,
+                                               bool given) {
+  try {
+    return encode_text(text, tokens);
+  } catch (const UsageError& e) {
+    throw UsageError(given ? fmt::format("--text: {}", e.what())
+                           : fmt::format("--text, left at its default '{}': {}", printable(text, 80), e.what()));
+  }
 }
 
 struct Link {

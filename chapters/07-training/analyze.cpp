@@ -75,7 +75,7 @@ void run(int argc, char** argv) {
   if (head >= cfg.n_heads)
     throw UsageError(fmt::format("--head {}, but the model has {} head{} per layer (0..{})", head, cfg.n_heads,
                                  cfg.n_heads == 1 ? "" : "s", cfg.n_heads - 1));
-  const std::vector<int64_t> ids = encode_text(text, ckpt.tokens);
+  const std::vector<int64_t> ids = encode_text_option(text, ckpt.tokens, cli.given("--text"));
   const int64_t n = int64_t(ids.size());
   if (n > cfg.max_seq)
     throw UsageError(fmt::format("the text has {} tokens, but the model knows only {} positions", n, cfg.max_seq));

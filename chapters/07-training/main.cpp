@@ -116,7 +116,7 @@ void run(int argc, char** argv) {
   // Every option of both tasks is checked before the first line prints.
   if (reversal_task) check_reversal_options(r);
   std::optional<CorpusInput> corpus_input;
-  if (corpus_task) corpus_input = read_corpus_input(c.corpus, c.text);
+  if (corpus_task) corpus_input = read_corpus_input(c.corpus, c.text, cli.given("--text"));
   // Where the checkpoints go: a folder in the way or a full disk is said
   // now, not after minutes of training.
   std::vector<CheckpointTarget> checkpoints;

@@ -121,7 +121,7 @@ struct CorpusInput {
 };
 
 // Reads --corpus and encodes --text, refusing bad input before any work.
-CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text);
+CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text, bool text_given);
 
 // Refuses task 1's options that do not fit together (d_model and heads,
 // --sample and --test), before anything prints.

@@ -32,14 +32,14 @@
 
 namespace sa::ch7 {
 
-CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text) {
+CorpusInput read_corpus_input(const std::string& corpus_path, const std::string& text, bool text_given) {
   CorpusInput in{load_corpus(corpus_path), {}};
   std::vector<std::string> words;
   for (int64_t i = 0; i < in.corpus.vocab.size(); ++i) words.push_back(in.corpus.vocab.word(i));
   // (before encode_text, whose tokenizer would ask for "at least one word")
   if (text.find_first_not_of(" \t\r\n\v\f") == std::string::npos)
     throw UsageError("--text has no words; give at least two");
-  in.text_ids = encode_text(text, words);
+  in.text_ids = encode_text_option(text, words, text_given);
   const int64_t n = int64_t(in.text_ids.size());
   if (n < 2) throw UsageError(fmt::format("--text '{}' has {} token; give at least two", printable(text, 200), n));
   if (n > in.corpus.max_len() - 1)

@@ -286,6 +286,11 @@ TEST_CASE("checkpoint: save, load: the same configuration, tokens and parameters
   CHECK(encode_text("2 sep 8", back.tokens) == std::vector<int64_t>{2, 1, 8});
   CHECK_THROWS_AS(encode_text("2 9", back.tokens), UsageError);
   CHECK_THROWS_WITH(encode_text("2 9", back.tokens), sa::test::ContainsText("unknown token '9'"));
+  // As --text: the option is named, and a default the reader never typed is said to be one.
+  CHECK_THROWS_WITH(encode_text_option("2 9", back.tokens, true),
+                    sa::test::ContainsText("--text: unknown token '9'"));
+  CHECK_THROWS_WITH(encode_text_option("the cat", back.tokens, false),
+                    sa::test::ContainsText("--text, left at its default 'the cat': unknown token 'the'"));
 }
 
 TEST_CASE("checkpoint: saves never share a temporary file, and a failed save leaves none behind",
