@@ -23,6 +23,7 @@
 #include "07-training/program.hpp"
 
 #include "sa/cli.hpp"
+#include "sa/print.hpp"
 
 #include <fmt/format.h>
 
@@ -133,8 +134,11 @@ inline RunEstimate corpus_cost(const CorpusOptions& o, const Corpus& c) {
   const double all = double(c.sentences.size());
   e.bytes = parameter_bytes(d, 1.0, L, V, 6.0) + 6.0 * activation_bytes(all, L, d, heads, 1.0, V);
   e.seconds += e.bytes * kSecondsPerNewByte;
-  e.options = fmt::format("--corpus-epochs {} --corpus-d-model {} on {} sentences of the corpus", o.corpus_epochs,
-                          o.corpus_d_model, c.sentences.size());
+  // (The memory grows with sentences x vocabulary, which no option but a
+  // smaller --corpus changes: the estimate names both.)
+  e.options = fmt::format("--corpus-epochs {} --corpus-d-model {} on the corpus's {} and {} of vocabulary",
+                          o.corpus_epochs, o.corpus_d_model, count_of(int64_t(c.sentences.size()), "sentence"),
+                          count_of(c.vocab.size(), "word"));
   return e;
 }
 
