@@ -301,6 +301,8 @@ TEST_CASE("Cli: each bad option is refused with one line naming it", "[common][c
   CHECK(usage_error({"--temperature", "nan"}) == "--temperature must be a number > 0, got 'nan'");
   CHECK(usage_error({"--bogus"}) == "unknown option '--bogus' (see --help)");
   CHECK(usage_error({"--seed", "-1"}) == "--seed must be a non-negative integer, got '-1'");
+  CHECK(usage_error({"--seed", "-0"}) == "--seed takes digits only, without a sign, got '-0'");
+  CHECK(usage_error({"--seed", "+5"}) == "--seed takes digits only, without a sign, got '+5'");
   CHECK(usage_error({"--seed", "18446744073709551616"}) ==
         "--seed must be at most 18446744073709551615 (2^64 - 1, torch.manual_seed's largest), got "
         "'18446744073709551616'");
