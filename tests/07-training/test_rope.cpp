@@ -219,13 +219,17 @@ TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not sp
     INFO(e.what());
     CHECK(std::string(e.what()).find("odd") != std::string::npos);
   }
-  CHECK_THROWS_AS(rope_backward(QKV, 2, 2), std::invalid_argument);
-  CHECK_THROWS_AS(rope_forward(QKV, 3, 3), std::invalid_argument);   // 10 rows are not 3 sequences
-  CHECK_THROWS_AS(rope_backward(QKV, 3, 3), std::invalid_argument);
-  CHECK_THROWS_AS(rope_forward(QKV, 2, 4), std::invalid_argument);   // d_model 6 is not 4 heads
+  CHECK_REFUSES("rope_backward(QKV (10, 18), batch 2, n_heads 2): d_k 3 is odd", rope_backward(QKV, 2, 2),
+                std::invalid_argument);
+  CHECK_REFUSES("rope_forward(QKV (10, 18), batch 3, n_heads 3): 10 rows do not make 3 sequences",
+                rope_forward(QKV, 3, 3), std::invalid_argument);
+  CHECK_REFUSES("rope_backward(QKV (10, 18), batch 3, n_heads 3): 10 rows do not make 3 sequences",
+                rope_backward(QKV, 3, 3), std::invalid_argument);
+  CHECK_REFUSES("rope_forward(QKV (10, 18), batch 2, n_heads 4): d_model 6 does not split into 4 heads",
+                rope_forward(QKV, 2, 4), std::invalid_argument);
   // A base that is not a finite number above 1, in both directions.
   for (const double base : {1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    INFO(fmt::format("base {}", base));
+    INFO(fmt::format("QKV (10, 18), batch 2, n_heads 3, base {}: the base must be a finite number above 1", base));
     CHECK_THROWS_AS(rope_forward(QKV, 2, 3, base), std::invalid_argument);
     CHECK_THROWS_AS(rope_backward(QKV, 2, 3, base), std::invalid_argument);
   }

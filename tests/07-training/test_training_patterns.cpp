@@ -120,8 +120,9 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
                 (h(a, b) + h(c, d) + std::log(2.0)) / 3, (a + d + 0.5) / 3, (a + d) / 2, (a + d) / 3);
   }
   SECTION("refuses an empty matrix and a negative window") {
-    CHECK_THROWS_AS(attention_pattern(Matrix(0, 0)), std::invalid_argument);
-    CHECK_THROWS_AS(attention_pattern(uniform(3, 3), -1), std::invalid_argument);
+    CHECK_REFUSES("attention_pattern(P (0, 0)): no weights", attention_pattern(Matrix(0, 0)), std::invalid_argument);
+    CHECK_REFUSES("attention_pattern(P (3, 3), window -1)", attention_pattern(uniform(3, 3), -1),
+                  std::invalid_argument);
   }
 }
 
