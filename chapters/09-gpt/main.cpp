@@ -105,7 +105,13 @@ void run(int argc, char** argv) {
   if (cli.given("--data-dir") && !o.data_dir.empty() && !std::filesystem::is_directory(o.data_dir, ec) && !ec)
     throw UsageError(fmt::format("--data-dir '{}' is not a folder (create it, or leave --data-dir out for {})",
                                  o.data_dir, shown_path(Options{}.data_dir)));
-  require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
+  // A folder that holds the prepared text already is only read (a shared,
+  // read-only copy is fine; load_text checks it and says when a file must be
+  // written again); one the text is to be prepared in must take 16 MB.
+  const bool prepared = std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "kjv.txt", ec) &&
+                        std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "train.txt", ec) &&
+                        std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "val.txt", ec);
+  if (!prepared) require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
   // The trained model must have somewhere to go: checked before training.
   require_checkpoint_targets("--checkpoint", {{o.checkpoint, gpt_checkpoint_size_bound(o.model_config())}});
   // The text is read (or prepared) and checked before anything is printed:
