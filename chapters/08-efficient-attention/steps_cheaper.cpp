@@ -130,8 +130,8 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
                   "instead of a triangle, O(seq_len * window) work. For the small example, window {}:",
                   w));
   const Mask band = sliding_window_mask(T, w);
-  print_labelled("sliding_window_mask(10, 3) (1 = visible)", as_matrix(band), positions(T), positions(T),
-                 {.precision = 0});
+  print_labelled(fmt::format("sliding_window_mask({}, {}) (1 = visible)", T, w), as_matrix(band), positions(T),
+                 positions(T), {.precision = 0});
   const Matrix local = local_attention(small.Q, small.K, small.V, w);
   const Attention masked = masked_attention(small.Q, small.K, small.V, band);
   fmt::print("  local_attention on the band alone against chapter 5's masked_attention with this mask: largest "
@@ -166,9 +166,10 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
   if (o.window >= N)
     say(fmt::format("The window ({}) covers all {} keys: local attention is full causal attention here.", o.window, N));
 
-  // The masks side by side, on 16 positions and a window of 4.
+  // The masks side by side, on the small example's positions and window:
+  // the mask printed above, drawn.
   figures.draw("window_masks.png", [&](const std::string& path) {
-    constexpr int64_t n = 16, window = 4;
+    constexpr int64_t n = T, window = w;
     auto panel = [&](const std::string& title, const Mask& m) {
       plot::Heatmap h;
       h.title = title;
@@ -181,11 +182,15 @@ void cheaper_demo(const Small& small, const Large& large, const Options& o, Figu
       h.annotate = false;
       return h;
     };
-    return plot::heatmap_grid(path, "Which keys a query sees: causal against a sliding window of 4 (16 positions)",
-                              1, 2,
-                              {panel("causal: keys 0..i, i + 1 of them", causal_mask(n)),
-                               panel("sliding window: keys i-3..i, at most 4", sliding_window_mask(n, window))},
-                              460);
+    return plot::heatmap_grid(
+        path,
+        fmt::format("Which keys a query sees: causal against a sliding window of {} ({} positions, step 7's mask)",
+                    window, n),
+        1, 2,
+        {panel("causal: keys 0..i, i + 1 of them", causal_mask(n)),
+         panel(fmt::format("sliding window: keys i-{}..i, at most {}", window - 1, window),
+               sliding_window_mask(n, window))},
+        460);
   });
 }
 

@@ -162,6 +162,15 @@ void kv_cache_demo(uint64_t seed, const Options& o, Figures& figures) {
                     "n^{:.2f} with the cache; the whole text costs the sum of them.",
                     n, fitted_exponent(fit_len, fit_scratch), fitted_exponent(fit_len, fit_cached)));
 
+  // One length is no growth: the figure of time against length needs two.
+  if (lengths.size() < 2) {
+    if (figures.enabled())
+      say(
+          fmt::format("One length ({}) is measured, so there is no growth to draw: kv_cache.png is drawn from "
+                      "--gen-tokens 9 on.",
+                      n));
+    return;
+  }
   figures.draw("kv_cache.png", [&](const std::string& path) {
     plot::LinePlot p;
     p.title = fmt::format("Time to generate one token against the length of the text (d_model {}, {} block)",

@@ -24,6 +24,10 @@ class Figures {
   // Printed at the end of a chapter: how many figures, and where.
   void summary() const;
 
+  // Whether figures are drawn (not --no-plots): a step that draws none for
+  // its input says why only then.
+  bool enabled() const { return enabled_; }
+
  private:
   bool enabled_;
   std::string dir_;
