@@ -45,9 +45,14 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
 
   figures.draw("jacobian_norm.png", [&](const std::string& path) {
     plot::LinePlot p;
-    p.title = fmt::format("Mean Frobenius norm of the softmax Jacobian, rows of {} scores q.k", kKeys);
+    // (how many rows each point averages: with --samples 1 a point is one
+    // draw, and the curve zig-zags)
+    p.title = o.samples == 1
+                  ? fmt::format("Frobenius norm of the softmax Jacobian, one row of {} scores q.k per point", kKeys)
+                  : fmt::format("Mean Frobenius norm of the softmax Jacobian over {} rows of {} scores q.k per point",
+                                o.samples, kKeys);
     p.xlabel = "d_k";
-    p.ylabel = "mean ||diag(p) - p p^T||_F";
+    p.ylabel = o.samples == 1 ? "||diag(p) - p p^T||_F" : "mean ||diag(p) - p p^T||_F";
     plot::Series raw{"unscaled: softmax(q.k)", {}, {}, plot::Series::Style::LinesPoints};
     plot::Series scaled{"scaled: softmax(q.k / sqrt(d_k))", {}, {}, plot::Series::Style::LinesPoints};
     plot::Series uniform{fmt::format("uniform row: sqrt({0}-1)/{0}", kKeys), {}, {}, plot::Series::Style::Dashed};
