@@ -3,6 +3,7 @@
 #include "04-multi-head/steps.hpp"
 
 #include "sa/plot.hpp"
+#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 
@@ -56,7 +57,8 @@ void draw_figures(Figures& figures, const Options& o, const std::vector<std::str
     const std::string title =
         fmt::format("Attention weights of {} (d_k = {}){}, \"{}\", one colour scale 0 to {:.2f}",
                     count_of(o.n_heads, "head"), d_k,
-                    shown < o.n_heads ? fmt::format(", first {} shown", shown) : "", o.text, vmax);
+                    shown < o.n_heads ? fmt::format(", first {} shown", shown) : "",
+                    printable(o.text, 60), vmax);  // (a text of 64 long words made the figure 4400 pixels wide)
     return plot::heatmap_grid(path, title, rows, cols, panels);
   });
 
