@@ -54,8 +54,11 @@ void schedule_demo(const LrSchedule& run, int64_t first, Figures& figures) {
       y.push_back(learning_rate(it, run));
     }
     plot::LinePlot p;
-    p.title = fmt::format("Learning rate against iteration (warm-up {}, cosine decay to {}{})", run.warmup_iters,
-                          run.lr_decay_iters, same ? "" : ": this run's schedule");
+    // ("decay to 2000" read as a learning rate of 2000: the iteration is named)
+    p.title = fmt::format("Learning rate against iteration: warm-up of {}, cosine decay from {:g} to {:g} at "
+                          "iteration {}{}",
+                          count_of(run.warmup_iters, "iteration"), run.lr, run.min_lr, run.lr_decay_iters,
+                          same ? "" : " (this run's schedule)");
     p.xlabel = "iteration";
     p.ylabel = "learning rate";
     // (one curve: no legend, which would only repeat the axis's name; a
