@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <bit>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>

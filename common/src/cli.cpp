@@ -106,7 +106,9 @@ Cli::Cli(std::string chapter, std::string summary, std::string program)
                               "--seed must be at most {} (2^64 - 1, torch.manual_seed's largest), got '{}'",
                               std::numeric_limits<uint64_t>::max(), v));
                         // ('-0' and '+5' are no negative numbers, but signs all the same)
-                        if (v.size() > 1 && (v[0] == '+' || (v[0] == '-' && v.find_first_not_of('0', 1) == std::string::npos)))
+                        const bool signed_zero = v.size() > 1 && v[0] == '-' &&
+                                                 v.find_first_not_of('0', 1) == std::string::npos;
+                        if (signed_zero || (v.size() > 1 && v[0] == '+'))
                           throw UsageError(fmt::format("--seed takes digits only, without a sign, got '{}'", v));
                         if (ec != std::errc() || end != v.data() + v.size())
                           throw UsageError(fmt::format("--seed must be a non-negative integer, got '{}'", v));
