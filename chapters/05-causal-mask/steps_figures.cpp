@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -89,14 +90,24 @@ void draw_figures(Figures& figures, const FigureData& d) {
     std::vector<plot::Heatmap> panels;
     for (int pass = 0; pass < 2; ++pass)
       for (int64_t b = 0; b < batch; ++b) {
+        // The keys the mask hides are drawn grey, without a number, as the
+        // triptych draws -inf: a 0.00 there read as a weight that came out
+        // small, and a sequence of length 0 as rows that sum to 0.
+        const int64_t length = d.lengths[size_t(b)];
+        Matrix shown = pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)];
+        for (int64_t i = 0; i < shown.rows(); ++i)
+          for (int64_t j = 0; j < shown.cols(); ++j)
+            if (j >= length || (pass == 1 && j > i)) shown(i, j) = std::numeric_limits<float>::quiet_NaN();
         plot::Heatmap p = plot::weights_heatmap(
-            fmt::format("length {}: {}", d.lengths[size_t(b)], pass == 0 ? "padding mask" : "padding + causal"),
-            pass == 0 ? d.pad_weights[size_t(b)] : d.pad_causal_weights[size_t(b)],
-            padded_labels(d.tokens, d.lengths[size_t(b)]));
+            fmt::format("length {}: {}", length, pass == 0 ? "padding mask" : "padding + causal"), shown,
+            padded_labels(d.tokens, length));
         p.cblabel = "weight";
         panels.push_back(p);
       }
-    return plot::heatmap_grid(path, "A padded batch: weights per sequence (top: padding only; bottom: with causal)", 2,
+    return plot::heatmap_grid(path,
+                              "A padded batch: weights per sequence (top: padding only; bottom: with causal; "
+                              "grey: masked)",
+                              2,
                               int(batch), panels, batch <= 4 ? 440 : 340);
   });
 }
