@@ -108,9 +108,10 @@ void run(int argc, char** argv) {
   // A folder that holds the prepared text already is only read (a shared,
   // read-only copy is fine; load_text checks it and says when a file must be
   // written again); one the text is to be prepared in must take 16 MB.
-  const bool prepared = std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "kjv.txt", ec) &&
-                        std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "train.txt", ec) &&
-                        std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / "val.txt", ec);
+  const auto holds = [&](const char* file) {
+    return std::filesystem::is_regular_file(std::filesystem::path(o.data_dir) / file, ec);
+  };
+  const bool prepared = holds("kjv.txt") && holds("train.txt") && holds("val.txt");
   if (!prepared) require_writable_dir("--data-dir", o.data_dir, 16.0 * 1024 * 1024);
   // The trained model must have somewhere to go: checked before training.
   require_checkpoint_targets("--checkpoint", {{o.checkpoint, gpt_checkpoint_size_bound(o.model_config())}});
