@@ -72,7 +72,7 @@ void draw_corpus_figures(Figures& figures, int64_t heads, int64_t epochs, const 
   const std::string bi_claim =
       reads ? fmt::format("bidirectional (top) reads the next word (head {}: {:.2f} on it, uniform {:.2f})", reader,
                           next, uniform)
-            : fmt::format("bidirectional (top) puts at most {:.2f} on the next word, near uniform ({:.2f})", next,
+            : fmt::format("bidirectional (top) puts at most {:.2f} on the next word (uniform {:.2f})", next,
                           uniform);
   figures.draw("corpus_bidirectional_vs_causal.png", [&](const std::string& path) {
     std::vector<plot::Heatmap> panels;
