@@ -9,14 +9,17 @@
 
 #include <fmt/format.h>
 #include <gnuplot-iostream.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -190,17 +193,6 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
   if (fs::is_directory(out, ec)) failed(fn, fmt::format("{} is a directory, not a PNG file name", png_path));
   const fs::path temporary = temporary_beside(out);
 
-  std::string script;
-  script += "set encoding utf8\n";
-  // noenhanced: text is literal, so "d_k" stays d_k instead of a subscript.
-  script += fmt::format("set terminal pngcairo size {},{} noenhanced font '{},11' background rgb 'white'\n",
-                        width, height, kFont);
-  script += "set output " + gq(temporary.string(), false) + "\n";
-  script += body;
-  script += "unset multiplot\nunset output\n";  // closes the PNG
-
-  if (std::getenv("SA_PLOT_KEEP_SCRIPT")) std::ofstream(png_path + ".gp") << script;
-
   // gnuplot's messages go to a log beside the unfinished figure, in the
   // folder the figure needs to write to anyway: the system's temporary
   // folder may be missing or not writable (a TMPDIR that names no folder
@@ -210,6 +202,41 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
   // Ctrl-C while gnuplot draws removes the unfinished figure, which nothing
   // else would (./book plots left it among the committed ones), and the log.
   const RemovedOnSignal interrupted(temporary.string()), interrupted_log(log.string());
+  // Both files are created here and gnuplot writes them through /dev/fd: it
+  // never creates a file by name. Ctrl-C reaches gnuplot as well, but
+  // gnuplot only notes it and reads on; given a name, it could create the
+  // figure after the handler above had removed it, and leave it for good.
+  // (Without /dev/fd, as in a chroot with no /proc, gnuplot gets the names.)
+  struct OpenFile {
+    int fd;
+    ~OpenFile() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  // No O_CLOEXEC: gnuplot's shell inherits them.
+  const OpenFile figure{::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+  const OpenFile log_file{figure.fd < 0 ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+  if (figure.fd < 0 || log_file.fd < 0) {
+    const int error = errno;
+    fs::remove(temporary, ec);
+    failed(fn, fmt::format("cannot write {}: {}", png_path, std::strerror(error)));
+  }
+  const bool by_descriptor = fs::is_directory("/dev/fd", ec);
+  const auto reached_as = [&](const fs::path& file, int fd) {
+    return by_descriptor ? fmt::format("/dev/fd/{}", fd) : file.string();
+  };
+
+  const auto script = [&](const std::string& output) {
+    std::string text = "set encoding utf8\n";
+    // noenhanced: text is literal, so "d_k" stays d_k instead of a subscript.
+    text += fmt::format("set terminal pngcairo size {},{} noenhanced font '{},11' background rgb 'white'\n", width,
+                        height, kFont);
+    text += "set output " + gq(output, false) + "\n";
+    text += body;
+    return text + "unset multiplot\nunset output\n";  // closes the PNG
+  };
+  if (std::getenv("SA_PLOT_KEEP_SCRIPT")) std::ofstream(png_path + ".gp") << script(png_path);
+
   {
     // A gnuplot that stops at an error closes the pipe while the script is
     // still being written: the write's SIGPIPE ended the program, status
@@ -227,8 +254,9 @@ std::string render(std::string_view fn, const std::string& png_path, int width, 
     } ignore_sigpipe;
     // The shell joins gnuplot's stdout and stderr in the log and appends a
     // marker when gnuplot exits non-zero (which it does after any error).
-    Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", shell_quoted(log.string()), kFailMarker));
-    gp << script << std::flush;
+    const std::string log_name = shell_quoted(reached_as(log, log_file.fd));
+    Gnuplot gp(fmt::format("gnuplot -d >{0} 2>&1 || echo {1} >>{0}", log_name, kFailMarker));
+    gp << script(reached_as(temporary, figure.fd)) << std::flush;
   }  // ~Gnuplot: flush, pclose -> waits until gnuplot has exited.
 
   std::string log_text;
