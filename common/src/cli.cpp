@@ -368,14 +368,21 @@ void require_writable_dir(const std::string& flag, const std::string& dir, doubl
 }
 
 int run_program(const std::string& chapter, const std::function<void()>& body) {
+  // What the program printed goes out before its error: with stdout a file
+  // or a pipe (fully buffered) and stderr unbuffered, the error otherwise
+  // landed in the middle of a line printed earlier.
+  const auto report = [&](const std::string& message) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: {}\n", chapter, message);
+  };
   try {
     body();
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "{}: {}\n", chapter, e.what());
+    report(e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "{}: {}\n", chapter, e.what());
+    report(e.what());
     return 2;
   } catch (const NotImplemented& e) {
     std::fflush(stdout);
@@ -384,11 +391,11 @@ int run_program(const std::string& chapter, const std::function<void()>& body) {
                chapter, e.what(), e.hint());
     return 3;
   } catch (const std::bad_alloc&) {
-    std::fflush(stdout);
+    std::fflush(stdout);  // no std::string here: memory has just run out
     fmt::print(stderr, "{}: error: out of memory (a run past its budget, allowed by --i-know-it-is-big?)\n", chapter);
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: error: {}\n", chapter, e.what());
+    report(fmt::format("error: {}", e.what()));
     return 1;
   }
 }

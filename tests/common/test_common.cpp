@@ -14,6 +14,7 @@
 #include "support/catch2_compat.hpp"
 #include <fmt/core.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <new>
 #include <sstream>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -456,6 +458,40 @@ TEST_CASE("run_program turns errors into exit statuses", "[common][cli]") {
   CHECK(run_program("00-test", [] { SA_TODO("f", "h"); }) == 3);
   CHECK(run_program("00-test", [] { throw std::runtime_error("x"); }) == 1);
   CHECK(run_program("00-test", [] { throw std::bad_alloc(); }) == 1);  // "out of memory", not "std::bad_alloc"
+}
+
+// With stdout a file (fully buffered) and stderr unbuffered, the error of a
+// program that had printed came out before the end of its own output, in
+// the middle of a line ("... so eac04-multi-head: error: ..."). Both go to
+// one file here, as `prog >log 2>&1` does.
+TEST_CASE("run_program's error comes after everything the program printed, also into a file", "[common][cli]") {
+  namespace fs = std::filesystem;
+  const fs::path log = sa::test::scratch_dir("sa_test_common") / "run_program.log";
+  fs::create_directories(log.parent_path());
+  for (const bool usage : {false, true}) {
+    std::fflush(stdout);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::setvbuf(stdout, nullptr, _IOFBF, 1 << 16);  // as for a file from the start
+      ::_exit(run_program("00-test", [&] {
+        fmt::print("step 1: printed before the error\n");
+        if (usage) throw std::invalid_argument("bad input found late");
+        throw std::runtime_error("failed late");
+      }));
+    }
+    REQUIRE(child > 0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == (usage ? 2 : 1));
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == (usage ? "step 1: printed before the error\n00-test: bad input found late\n"
+                         : "step 1: printed before the error\n00-test: error: failed late\n"));
+  }
 }
 
 // A temporary file being written (a checkpoint's, a figure's) is removed
