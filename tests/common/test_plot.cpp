@@ -21,6 +21,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace sa;
@@ -350,6 +351,40 @@ TEST_CASE("plot: a narrow linear y range gets tic labels with enough digits to d
   };
   CHECK(line_script("narrow_y.png", {4.143135, 4.143178}).find("set format y '%.7g'") != std::string::npos);
   CHECK(line_script("usual_y.png", {1.4, 4.2}).find("set format y") == std::string::npos);
+}
+
+// Width and height of a PNG, from its IHDR chunk (bytes 16 to 23, big-endian).
+std::pair<int, int> png_size(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char b[24] = {};
+  in.read(reinterpret_cast<char*>(b), sizeof b);
+  const auto be = [&](int at) { return (b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]; };
+  return {be(16), be(20)};
+}
+
+// Square cells left a matrix far from square as a thin strip in the middle
+// of an empty canvas (chapter 1's positional encoding at d_model 2 or 1024):
+// the side it fills less than half of shrinks to it; a matrix that fills
+// the canvas keeps the size asked for.
+TEST_CASE("plot: a heatmap far from square gets a canvas its shape, others the size asked for", "[common][plot]") {
+  if (!plot::available()) return;
+  const auto drawn = [&](const std::string& name, Matrix m) {
+    plot::Heatmap h;
+    h.title = "a title of some length, as the chapters write them";
+    h.values = std::move(m);
+    const std::string path = (scratch_dir() / name).string();
+    REQUIRE(plot::heatmap(path, h, 900, 750) == path);
+    return png_size(path);
+  };
+  const auto [column_w, column_h] = drawn("column.png", Matrix::Ones(64, 2));
+  CHECK(column_w <= 450);
+  CHECK(column_h == 750);
+  const auto [band_w, band_h] = drawn("band.png", Matrix::Ones(4, 256));
+  CHECK(band_w == 900);
+  CHECK(band_h < 375);
+  const auto [square_w, square_h] = drawn("square.png", Matrix::Ones(6, 6));
+  CHECK(square_w == 900);
+  CHECK(square_h == 750);
 }
 
 TEST_CASE("plot: bad input is refused with std::invalid_argument", "[common][plot]") {

@@ -600,7 +600,19 @@ std::string heatmap(const std::string& png_path, const Heatmap& h, int width, in
     p = measure(h, 160 / std::max(rows, cols), type, side, true);
     fit_panel_title(p, width - 2 * kPad);
   }
-  const Canvas cv{std::ceil(std::max<double>(width, p.width())), std::ceil(std::max<double>(height, p.height()))};
+  // A matrix far from square leaves most of the canvas empty around its
+  // square cells (a positional encoding of d_model 2 is a thin column, of
+  // d_model 1024 a thin band): a side the panel fills less than half of
+  // shrinks to it, the title set on two lines over half the width if need
+  // be. The other figures keep the size asked for, so that a chapter's
+  // figures share one size.
+  double canvas_w = std::max<double>(width, p.width());
+  if (p.width() < 0.5 * width) {
+    fit_panel_title(p, std::max(p.width(), 0.5 * width) - 2 * kPad);
+    canvas_w = std::max(p.width(), widest_line_px(p.title, p.title_pt, true) + 2 * kPad);
+  }
+  const double canvas_h = p.height() < 0.5 * height ? p.height() : std::max<double>(height, p.height());
+  const Canvas cv{std::ceil(canvas_w), std::ceil(canvas_h)};
   // The panel in the middle of the canvas.
   const double x = (cv.w - p.width()) / 2 + p.left, y = (cv.h - p.height()) / 2 + p.top;
   std::string body;
