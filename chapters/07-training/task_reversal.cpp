@@ -113,8 +113,8 @@ void step_the_model(const ReversalOptions& o, const ReversalSetup& setup, const 
   const int64_t T = setup.task.input_len();
   fmt::print("  ids -> token embedding + position embedding   (batch, {}, {})\n", T, o.d_model);
   fmt::print("  {} x pre-norm block:\n", o.layers);
-  fmt::print("        x = x + W_o attention(LayerNorm(x) [W_q | W_k | W_v])   causal, {} heads of d_k {}\n", o.heads,
-             cfg.d_k());
+  fmt::print("        x = x + W_o attention(LayerNorm(x) [W_q | W_k | W_v])   causal, {} of d_k {}\n",
+             count_of(o.heads, "head"), cfg.d_k());
   fmt::print("        x = x + W2 GELU(W1 LayerNorm(x) + b1) + b2               d_ff {}\n", cfg.d_ff);
   fmt::print("  -> LayerNorm -> linear head                        logits (batch, {}, {})\n", T, o.vocab);
   const std::vector<Shape> shapes = tensor_shapes(model.params);

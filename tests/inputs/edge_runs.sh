@@ -149,6 +149,12 @@ run 07-training --task reversal --epochs 3 --train 300 --test 20 --digits 3 --vo
 holds "no better than chance (33.33%)"
 lacks "the others cover for any one of them"
 
+# Chapter 7, step 2 with one head a block: "1 head", not "1 heads".
+run 07-training --task reversal --epochs 1 --train 8 --test 4 --heads 1 --position-epochs 1 \
+  --checkpoint-dir "$scratch/checkpoints" --no-plots
+holds "causal, 1 head of d_k 32"
+lacks "1 heads"
+
 # Chapter 7, steps 10 and 12 with --corpus-batch 1: one sentence a batch.
 run 07-training --task corpus --corpus-batch 1 --corpus-epochs 1 --checkpoint-dir "$scratch/checkpoints" --no-plots
 holds "a batch of 1 such sentence, inputs"
