@@ -125,8 +125,16 @@ FigureHeights measure_figure_heights(const std::vector<CorpusModel>& models, int
       ++f.heads;
       const double top = tallest_bar(m->trained[h], m->cfg.causal);
       f.trained_low = std::min(f.trained_low, top), f.trained_high = std::max(f.trained_high, top);
-      f.taller += top > top_before;
-      f.sharper += attention_pattern(m->trained[h]).focus > attention_pattern(m->untrained[h]).focus;
+      // Counted as printed: a bar "stands above" when the sentence's two
+      // decimals show it taller, and a focus "rose" when the table shows it
+      // rising, in its focus columns (three decimals) or its change column (a
+      // percentage to one decimal). A head that barely trained moves by
+      // less, and a bare > read "every head's tallest bar (0.50) stands
+      // above ... (0.50)".
+      f.taller += std::round(100 * top) > std::round(100 * top_before);
+      const double before = attention_pattern(m->untrained[h]).focus, after = attention_pattern(m->trained[h]).focus;
+      f.sharper += std::round(1000 * after) > std::round(1000 * before) ||
+                   (before > 0 && std::round(1000 * (after - before) / before) > 0);
     }
   }
   return f;
@@ -142,16 +150,16 @@ std::string trained_heights_text(const FigureHeights& f) {
   const std::string trained_range = fmt::format("{:.2f}", f.trained_low) == fmt::format("{:.2f}", f.trained_high)
                                         ? fmt::format("{:.2f}", f.trained_high)
                                         : fmt::format("{:.2f} to {:.2f}", f.trained_low, f.trained_high);
+  const std::string bars = trained_range.find(" to ") == std::string::npos
+                               ? fmt::format("are all {}", trained_range)
+                               : fmt::format("run from {}", trained_range);
   std::string text =
       f.taller == f.heads ? fmt::format("Trained, every head's tallest bar ({}) stands above {}. ", trained_range,
                                         before)
-      : f.taller == 0     ? fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and none "
-                                        "stands above {}. ",
-                                        f.trained_low, f.trained_high, before)
-                          : fmt::format("Trained, the heads' tallest bars run from {:.2f} to {:.2f}, and {} of "
-                                        "the {} {} above {}. ",
-                                        f.trained_low, f.trained_high, f.taller, f.heads,
-                                        f.taller == 1 ? "stands" : "stand", before);
+      : f.taller == 0     ? fmt::format("Trained, the heads' tallest bars {}, and none stands above {}. ", bars,
+                                        before)
+                          : fmt::format("Trained, the heads' tallest bars {}, and {} of the {} {} above {}. ", bars,
+                                        f.taller, f.heads, f.taller == 1 ? "stands" : "stand", before);
   text += f.sharper == f.heads ? fmt::format("The focus of all {} heads rose.", f.heads)
           : f.sharper == 0     ? fmt::format("The focus of none of the {} heads rose.", f.heads)
                                : fmt::format("The focus of {} of the {} heads rose.", f.sharper, f.heads);

@@ -176,6 +176,10 @@ run 07-training --task corpus --corpus-epochs 1 --corpus-lr 0.00001 --checkpoint
   --no-plots
 holds "the heads' entropy is less than 1% below a uniform head's"
 lacks "0% to 0%"
+# Their tallest bars and focus moved by less than the digits printed: no bar
+# "stands above" an untrained one that prints alike, no focus "rose" by +0.0%.
+holds "and none stands above the tallest bar of any untrained head of its model"
+holds "The focus of none of the 8 heads rose."
 
 # Figures at the ends of the options' ranges: what they draw and say, read
 # from their gnuplot scripts (kept next to them with SA_PLOT_KEEP_SCRIPT).
