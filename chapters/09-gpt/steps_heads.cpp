@@ -149,10 +149,23 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
                                        word_reader->layer, word_reader->head,
                                        word_reader->on_word_start / even.on_word_start));
   const bool stands_out = !standing_out.empty();
-  if (!stands_out)
+  // "Almost evenly" only when it is so: the two measures above can miss a
+  // head that has moved far from even weights elsewhere (all on the first
+  // character, say). 0.1: a tenth of the whole weight of a row.
+  double off_even = 0;
+  for (const HeadWeights& h : heads) off_even = std::max(off_even, double((h.W - even.W).cwiseAbs().maxCoeff()));
+  const std::string criterion =
+      fmt::format("1.5 times even weights' share on the previous character{}", even.on_word_start > 0
+                                                                                  ? " or on its word's start"
+                                                                                  : "");
+  if (!stands_out && off_even <= 0.1)
     text += one ? " The head does not stand out yet: after this much training it still spreads its weight almost "
                   "evenly."
                 : " No head stands out yet: after this much training they still spread their weight almost evenly.";
+  else if (!stands_out)
+    text += fmt::format(" {} puts {}, but the weights are not even: a weight differs from even weights' by up "
+                        "to {:.2f}, so the heads read something else (compare the columns with the row \"even\").",
+                        one ? "The head" : "No head", criterion, off_even);
   else
     text += fmt::format(" Standing out from even weights: {}{}.", standing_out.front(),
                         standing_out.size() > 1 ? ", and " + standing_out.back() : "");

@@ -266,6 +266,15 @@ holds "and lse (1); 1 call"
 lacks "0.0 ms"
 lacks "0.0 s of"
 
+# Chapter 9, step 12 with heads that moved far from even weights, but not onto
+# the previous character (30 iterations at lr 1 put a head's whole weight on
+# the first character of "In "): none stands out by the two measures, and
+# the program does not call the weights "almost even".
+run 09-gpt --iters 30 --eval-interval 30 --eval-iters 1 --seq-len 3 --d-model 3 --n-heads 3 --n-layers 2 \
+  --batch 4 --lr 1 --gen-chars 1 --sample-chars 1 --checkpoint "$scratch/checkpoints/09-far.safetensors" --no-plots
+holds "No head puts 1.5 times even weights' share on the previous character, but the weights are not even"
+lacks "spread their weight almost evenly"
+
 # Chapter 9, step 10 of a resumed run: a tiny model trained ITERS
 # iterations, then resumed to MORE (`trained_then_resumed NAME ITERS MORE`).
 trained_then_resumed() {
