@@ -184,7 +184,8 @@ CoarseDrops rows_or_columns(const Example& ex, const Options& o, const Outputs& 
                   : o.p < 0.5
                       ? " That is the point: the model learns not to lean on any single connection, while every "
                         "token still sees most of its context."
-                      : fmt::format(" At p = {} a token keeps only {:.0f}% of its connections on average: the "
+                      // (Three significant digits: at p = 0.999 a token keeps 0.1%, not "0%".)
+                      : fmt::format(" At p = {} a token keeps only {:.3g}% of its connections on average: the "
                                     "small p of practice (0.1) is what keeps most of the context.",
                                     o.p, 100.0 * (1.0 - o.p))));
   return {query, key, row_dropped, col_dropped};

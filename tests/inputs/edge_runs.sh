@@ -116,6 +116,9 @@ holds "its first position treated as left padding"
 run 06-dropout --p 0.5 --draws 100 --no-plots
 lacks "every token still sees most of its context"
 holds "At p = 0.5 a token keeps only 50% of its connections on average"
+# ...and near p = 1 a share that rounds to 0 at whole percents is still shown.
+run 06-dropout --p 0.999 --draws 10 --no-plots
+holds "At p = 0.999 a token keeps only 0.1% of its connections on average"
 run 06-dropout --p 0.1 --draws 100 --no-plots
 holds "every token still sees most of its context"
 
