@@ -84,10 +84,18 @@ std::vector<Checkpoint> many_draws(const Example& ex, const Options& o, Generato
     }
     const bool follows = lowest >= 0.5 && highest <= 2.0;
     std::string error_sentence;
-    if (table_rows.size() < 2)
+    if (table_rows.size() < 2 && follows)
       error_sentence = fmt::format("with a single row there is no trend to see yet (its RMS error is {:.2f} times "
                                    "the predicted one; more --draws show it fall)",
                                    lowest);
+    else if (table_rows.size() < 2)
+      // Far from the prediction after so few draws (p near 1: no weight has
+      // survived yet, or one survivor scaled by 1/(1-p)), the error does not
+      // simply fall with more draws.
+      error_sentence = fmt::format("with a single row there is no trend to see yet (its RMS error is {:.2f} times "
+                                   "the predicted one, which holds only once every weight has survived many times: "
+                                   "at this p a weight survives once in 1/(1-p) = {:.4g} draws on average)",
+                                   lowest, 1.0 / (1.0 - o.p));
     else if (follows)
       error_sentence = fmt::format("the error of the mean follows the predicted 1/sqrt(n) law (measured RMS "
                                    "between {:.2f} and {:.2f} times the prediction)",
