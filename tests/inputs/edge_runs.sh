@@ -281,6 +281,10 @@ run 09-gpt --iters 30 --eval-interval 30 --eval-iters 1 --seq-len 3 --d-model 3 
   --batch 4 --lr 1 --gen-chars 1 --sample-chars 1 --checkpoint "$scratch/checkpoints/09-far.safetensors" --no-plots
 holds "No head puts 1.5 times even weights' share on the previous character, but the weights are not even"
 lacks "spread their weight almost evenly"
+# "In " has no character after a space: no word-start head, so step 12 does
+# not promise two heads.
+holds "Step 12. What the trained heads read in a verse"
+lacks "What two trained heads"
 
 # Chapter 9, step 10 of a resumed run: a tiny model trained ITERS
 # iterations, then resumed to MORE (`trained_then_resumed NAME ITERS MORE`).
