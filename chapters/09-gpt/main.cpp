@@ -190,12 +190,7 @@ void run(int argc, char** argv) {
   step(11, "The trained model writes");
   generation_demo(model, vocab, o, cli.seed);
 
-  // Two heads are singled out (and drawn) only when there are two and the
-  // verse reaches a character after its first space (from --seq-len 4 on,
-  // "In t"): the previous character's reader and the word start's.
-  step(12, o.n_layers * o.n_heads == 1 ? "What the trained head reads in a verse"
-           : o.seq_len < 4             ? "What the trained heads read in a verse"
-                                       : "What two trained heads read in a verse");
+  step(12, heads_title(model.config()));
   heads_demo(model, vocab, figures);
 
   figures.summary();

@@ -199,5 +199,9 @@ void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint6
 // Step 12: what the trained heads read in a verse: each head's weights
 // (rebuilt from chapter 8's log-sum-exp), and two of them drawn.
 void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures);
+// Step 12's title: "two trained heads" only when the model has two and the
+// verse, cut to the context, holds a word start to read (from --seq-len 4
+// on: "In t").
+std::string heads_title(const GptConfig& c);
 
 }  // namespace sa::ch9

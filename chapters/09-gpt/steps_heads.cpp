@@ -68,11 +68,26 @@ HeadWeights head_weights(const Gpt& model, const std::string& text, int64_t laye
 
 std::string label(char c) { return c == ' ' ? "␣" : std::string(1, c); }
 
+// The verse as far as the model's context reaches.
+std::string_view verse_in(const GptConfig& c) {
+  return kVerse.substr(0, size_t(std::min<int64_t>(int64_t(kVerse.size()), c.seq_len)));
+}
+
 }  // namespace
+
+std::string heads_title(const GptConfig& c) {
+  if (c.n_layers * c.n_heads == 1) return "What the trained head reads in a verse";
+  // The second head drawn is the word start's reader: none without a
+  // character after a space.
+  const std::string_view verse = verse_in(c);
+  const size_t space = verse.find(' ');
+  return space != std::string_view::npos && space + 1 < verse.size() ? "What two trained heads read in a verse"
+                                                                     : "What the trained heads read in a verse";
+}
 
 void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
   const GptConfig& c = model.config();
-  const std::string verse(kVerse.substr(0, size_t(std::min<int64_t>(int64_t(kVerse.size()), c.seq_len))));
+  const std::string verse(verse_in(c));
   if (verse.size() < 2) {
     say("With a context of one character a head has nothing to choose among: each puts all its weight on the "
         "character itself. Train with --seq-len 2 or more to see what the heads read.");
