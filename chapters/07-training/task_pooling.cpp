@@ -45,9 +45,10 @@ void run_pooling(const Corpus& corpus, const Cli& cli, Figures& figures, Steps& 
   say(fmt::format("Attention can summarise as well as mix. One learned query vector q attends over the token "
                   "vectors of a sentence, x_j = tok[word_j] + pos[j]: weights = softmax(X q^T / sqrt(d)), "
                   "pooled = weights X, one vector for the whole sentence, and a linear layer classifies it. The "
-                  "label of a sentence is its subject, the first of {} in it. {} of the {} sentences have one "
+                  "label of a sentence is its subject, the first of {} in it. {} of the {} sentences {} one "
                   "({}); every 8th is held out ({} train, {} held out).",
-                  fmt::join(kSubjects, ", "), labelled.size(), corpus.sentences.size(), classes, train.size(),
+                  fmt::join(kSubjects, ", "), labelled.size(), corpus.sentences.size(),
+                  labelled.size() == 1 ? "has" : "have", classes, train.size(),
                   held_out.size()));
   if (train.empty() || held_out.empty()) {
     say("Too few labelled sentences in this corpus to train and hold out: task 3 is skipped.");

@@ -143,7 +143,8 @@ std::vector<plot::Heatmap> step_before_training(const ReversalOptions& o, const 
   print_shape("logits", {o.test, D, o.vocab}, "(batch, reversed positions, vocab), the held-out set in one forward");
   fmt::print("  held-out loss {:.4f}   (a uniform guess over the {} tokens: ln {} = {:.4f})\n", untrained.loss,
              o.vocab, o.vocab, std::log(double(o.vocab)));
-  fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%)\n", untrained.percent(), 100.0 / double(o.vocab - 2));
+  fmt::print("  held-out token accuracy {:.2f}%   (chance: {:.2f}%{})\n", untrained.percent(), 100.0 / double(o.vocab - 2),
+             o.vocab == 3 ? ", one digit value to write" : "");
   const Matrix w = head_weights(model, 0, o.sample, 0);
   fmt::print("  layer 0, head 0, query {} (the first reversed prediction) attends to keys 0..{}:\n", D, D);
   fmt::print("    {}\n", format_row(w.leftCols(D + 1), D));

@@ -156,6 +156,14 @@ run 07-training --task reversal --epochs 3 --train 300 --test 20 --digits 3 --vo
 holds "no better than chance (33.33%)"
 lacks "the others cover for any one of them"
 
+# Chapter 7 with --vocab 3: one digit value, so chance is 100% and no head
+# is needed; the program says why instead of "no better than chance (100.00%)".
+run 07-training --task reversal --epochs 1 --train 50 --test 5 --digits 1 --vocab 3 --d-model 2 --heads 1 \
+  --layers 1 --position-epochs 1 --checkpoint-dir "$scratch/checkpoints" --no-plots
+holds "(chance: 100.00%, one digit value to write)"
+holds "with one digit value to write the task needs no head"
+lacks "no better than chance (100.00%)"
+
 # Chapter 7, step 2 with one head a block: "1 head", not "1 heads".
 run 07-training --task reversal --epochs 1 --train 8 --test 4 --heads 1 --position-epochs 1 \
   --checkpoint-dir "$scratch/checkpoints" --no-plots
