@@ -135,15 +135,15 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
   const Matrix drawn = gen.rand(4, 4);  // as in the script: x3 = torch.rand(4, 4) + 0.5
   const DropoutResult r = dropout(x, 0.0, gen);
   require_close(fmt::format("dropout(x {}, p = 0).output", shape_str(x)), r.output, x, kBitExact);
-  {
-    INFO("dropout(x, p = 0) keeps every element: " << count_kept(r.keep) << " of " << r.keep.size() << " kept");
-    CHECK(r.keep.all());
-  }
+  // x is (7, 13): a mask made (cols, rows) would still be all true, so its
+  // shape is checked with its entries.
+  require_mask(fmt::format("dropout(x {}, p = 0).keep, every element kept", shape_str(x)), r.keep,
+               Mask::Constant(x.rows(), x.cols(), true));
   // PyTorch returns its input without touching the generator: the next
   // numbers are the ones that follow torch.rand(4, 4).
   (void)dropout(drawn, 1.0, gen);
   const Matrix next = gen.rand(1, 6);
-  require_close("torch.rand(6) after dropout(x (4, 4), p = 0) and dropout(x (4, 4), p = 1), which draw nothing",
+  require_close("torch.rand(6) after dropout(x (7, 13), p = 0) and dropout(x (4, 4), p = 1), which draw nothing",
                 std::vector<float>(next.data(), next.data() + 6), fx().f32("nodraw.rand"), kBitExact);
 }
 
@@ -159,8 +159,13 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
   }
   require_close(fmt::format("dropout(x {}, p = 1).output", shape_str(x)), r.output, Matrix::Zero(x.rows(), x.cols()),
                 kBitExact);
-  INFO("dropout(x, p = 1) keeps nothing: count_kept(keep) should be 0");
-  CHECK(count_kept(r.keep) == 0);
+  require_mask(fmt::format("dropout(x {}, p = 1).keep, nothing kept", shape_str(x)), r.keep,
+               Mask::Constant(x.rows(), x.cols(), false));
+  // Not square, so that a mask of the transposed shape shows.
+  const Matrix wide = Matrix::Ones(2, 5);
+  const DropoutResult w = dropout(wide, 1.0, gen);
+  require_close("dropout(ones (2, 5), p = 1).output", w.output, Matrix::Zero(2, 5), kBitExact);
+  require_mask("dropout(ones (2, 5), p = 1).keep, nothing kept", w.keep, Mask::Constant(2, 5, false));
 }
 
 TEST_CASE("dropout: p outside [0, 1] is refused", "[ch06][dropout]") {
