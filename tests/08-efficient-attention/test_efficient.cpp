@@ -258,9 +258,9 @@ TEST_CASE("tiled_attention: matches PyTorch, 37 x 37, every block size", "[ch08]
   // 37 = 7 * 5 + 2 = 4 * 8 + 5 = 2 * 16 + 5: every block size but 1 and 37
   // leaves a smaller last block, of queries and of keys.
   for (int64_t block : {1, 2, 5, 8, 16, 36, 37, 64}) {
-    CAPTURE(block);
-    const TiledAttention t = tiled_attention(Q, K, V, false, block);
     const std::string input = fmt::format("(seq_q 37, seq_k 37, not causal, block {})", block);
+    INFO("tiled_attention" << input);
+    const TiledAttention t = tiled_attention(Q, K, V, false, block);
     require_close("output " + input, t.output, fx().matrix("tiled.self.output"), kFloat32);
     require_lse("lse " + input, t.lse, fx().matrix("tiled.self.lse"), kFloat32);
   }
@@ -275,9 +275,9 @@ TEST_CASE("tiled_attention: causal matches PyTorch, 37 x 37, every block size", 
   // Block 1: every diagonal tile is a single score. Block 5, 8, 16: tiles the
   // diagonal crosses, above it (skipped), a partial last one. 37, 64: one tile.
   for (int64_t block : {1, 2, 3, 5, 8, 16, 36, 37, 64}) {
-    CAPTURE(block);
-    const TiledAttention t = tiled_attention(Q, K, V, true, block);
     const std::string input = fmt::format("(seq 37, causal, block {})", block);
+    INFO("tiled_attention" << input);
+    const TiledAttention t = tiled_attention(Q, K, V, true, block);
     require_close("output " + input, t.output, fx().matrix("tiled.self.causal.output"), kFloat32);
     require_lse("lse " + input, t.lse, fx().matrix("tiled.self.causal.lse"), kFloat32);
   }
@@ -288,9 +288,9 @@ TEST_CASE("tiled_attention: cross-attention, 37 queries over 45 keys, matches Py
   // 45 keys = 11 * 4 + 1 = 6 * 7 + 3: the last key block has 1 or 3 keys;
   // block 44 leaves one key alone, 46 and 128 hold all of them in one tile.
   for (int64_t block : {1, 4, 7, 16, 44, 45, 46, 128}) {
-    CAPTURE(block);
-    const TiledAttention t = tiled_attention(Q, K, V, false, block);
     const std::string input = fmt::format("(seq_q 37, seq_k 45, d_v 8, not causal, block {})", block);
+    INFO("tiled_attention" << input);
+    const TiledAttention t = tiled_attention(Q, K, V, false, block);
     require_shape("output " + input, t.output, 37, 8);
     require_close("output " + input, t.output, fx().matrix("tiled.cross.output"), kFloat32);
     require_lse("lse " + input, t.lse, fx().matrix("tiled.cross.lse"), kFloat32);
@@ -307,11 +307,16 @@ TEST_CASE("tiled_attention: the result does not depend on the block size", "[ch0
     const Matrix Q = gen.randn(seq_q, d_k) * 2.0f, K = gen.randn(seq_k, d_k), V = gen.randn(seq_k, d_v);
     for (bool is_causal : {false, true}) {
       if (is_causal && seq_q != seq_k) continue;
-      const TiledAttention whole = tiled_attention(Q, K, V, is_causal, 1000);
+      TiledAttention whole;
+      {
+        INFO(fmt::format("tiled_attention(seq_q {}, seq_k {}, d_k {}, d_v {}, {}, block 1000), the one-tile reference",
+                         seq_q, seq_k, d_k, d_v, is_causal ? "causal" : "not causal"));
+        whole = tiled_attention(Q, K, V, is_causal, 1000);
+      }
       for (int64_t block : {1, 2, 3, 7, 16, 32, 52, 53, 54}) {
-        CAPTURE(seq_q, seq_k, d_k, d_v, is_causal, block);
         const std::string input = fmt::format("(seq_q {}, seq_k {}, d_k {}, d_v {}, {}, block {} vs 1000)", seq_q,
                                               seq_k, d_k, d_v, is_causal ? "causal" : "not causal", block);
+        INFO("tiled_attention" << input);
         const TiledAttention t = tiled_attention(Q, K, V, is_causal, block);
         require_close("output " + input, t.output, whole.output, kFloat32);
         require_lse("lse " + input, t.lse, as_row(whole.lse), kFloat32);
@@ -331,9 +336,9 @@ TEST_CASE("tiled_attention: causal equals chapter 5's masked_attention with the 
     const Attention reference = masked_attention(Q, K, V, causal(seq));
     const Matrix lse = lse_reference(Q, K, true);
     for (int64_t block : {1, 3, 4, 8, 16, 100}) {
-      CAPTURE(seq, block);
-      const TiledAttention t = tiled_attention(Q, K, V, true, block);
       const std::string input = fmt::format("(causal, seq {}, d_k 8, d_v 6, block {})", seq, block);
+      INFO("tiled_attention" << input);
+      const TiledAttention t = tiled_attention(Q, K, V, true, block);
       require_close("output vs masked_attention " + input, t.output, reference.output, kFloat32);
       require_lse("lse vs log-sum-exp in double " + input, t.lse, lse, kFloat32);
     }
@@ -369,7 +374,7 @@ TEST_CASE("tiled_attention: scores near +-1000 do not overflow", "[ch08][tiled_a
     expected_lse(0, i) = float(m + std::log(sum));
   }
   for (int64_t block : {1, 3, 16}) {
-    CAPTURE(block);
+    INFO("tiled_attention with scores near +-1000 (block " << block << ")");
     const TiledAttention t = tiled_attention(Q, K, V, false, block);
     require_finite(fmt::format("output with scores near +-1000 (block {})", block), t.output);
     require_close(fmt::format("output with scores near +-1000 (block {})", block), t.output, expected, kFloat32);

@@ -88,9 +88,9 @@ TEST_CASE("tiled_attention_backward: matches PyTorch autograd, causal 37 x 37, e
   const TiledAttention fwd = fixture_forward("tiled.self.causal");
   const Matrix dO = fx().matrix("bw.causal.dO");
   for (int64_t block : {1, 3, 5, 8, 16, 37, 64}) {
-    CAPTURE(block);
-    const AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, true, block);
     const std::string input = fmt::format("(seq 37, d_k 16, d_v 8, causal, block {})", block);
+    INFO("tiled_attention_backward" << input);
+    const AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, true, block);
     require_close("dQ " + input, g.dQ, fx().matrix("bw.causal.dQ"), kFloat32);
     require_close("dK " + input, g.dK, fx().matrix("bw.causal.dK"), kFloat32);
     require_close("dV " + input, g.dV, fx().matrix("bw.causal.dV"), kFloat32);
@@ -103,9 +103,9 @@ TEST_CASE("tiled_attention_backward: matches PyTorch autograd, 37 queries over 4
   const TiledAttention fwd = fixture_forward("tiled.cross");
   const Matrix dO = fx().matrix("bw.cross.dO");
   for (int64_t block : {1, 4, 7, 16, 44, 45, 128}) {
-    CAPTURE(block);
-    const AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, false, block);
     const std::string input = fmt::format("(seq_q 37, seq_k 45, d_k 16, d_v 8, not causal, block {})", block);
+    INFO("tiled_attention_backward" << input);
+    const AttentionGrads g = tiled_attention_backward(Q, K, V, fwd, dO, false, block);
     require_close("dQ " + input, g.dQ, fx().matrix("bw.cross.dQ"), kFloat32);
     require_close("dK " + input, g.dK, fx().matrix("bw.cross.dK"), kFloat32);
     require_close("dV " + input, g.dV, fx().matrix("bw.cross.dV"), kFloat32);
@@ -129,7 +129,8 @@ TEST_CASE("tiled_attention_backward: agrees with central finite differences in d
   for (auto [seq_q, seq_k, d_k, d_v, is_causal, block] :
        {std::tuple{5, 7, 4, 3, false, 2}, std::tuple{5, 7, 4, 3, false, 3}, std::tuple{6, 6, 4, 3, true, 4},
         std::tuple{6, 6, 4, 3, true, 1}}) {
-    CAPTURE(seq_q, seq_k, d_k, d_v, is_causal, block);
+    INFO(fmt::format("tiled_attention_backward(seq_q {}, seq_k {}, d_k {}, d_v {}, {}, block {})", seq_q, seq_k, d_k,
+                     d_v, is_causal ? "causal" : "not causal", block));
     const Matrix Q = gen.randn(seq_q, d_k) * 1.5f, K = gen.randn(seq_k, d_k), V = gen.randn(seq_k, d_v);
     const Matrix R = gen.randn(seq_q, d_v);
     const MatrixD Qd = Q.cast<double>(), Kd = K.cast<double>(), Vd = V.cast<double>(), Rd = R.cast<double>();
@@ -187,7 +188,7 @@ TEST_CASE("tiled_attention_backward: the sum of dV is the sum of dO, the sum of 
                         Case{"37 x 45", "tiled.cross.K", "tiled.cross.V", "tiled.cross", "bw.cross.dO", false}}) {
     const Matrix dO = fx().matrix(c.dO);
     for (int64_t block : {4, 16}) {
-      CAPTURE(c.name, block);
+      INFO("tiled_attention_backward, " << c.name << ", block " << block);
       const AttentionGrads g = tiled_attention_backward(fx().matrix("tiled.self.Q"), fx().matrix(c.K),
                                                         fx().matrix(c.V), fixture_forward(c.fwd), dO, c.is_causal, block);
       const auto sum_dV = column_sums(g.dV), sum_dO = column_sums(dO), sum_dK = column_sums(g.dK);

@@ -45,13 +45,12 @@ TEST_CASE("kv_append: stores k and v in row size and counts it", "[ch08][kv_appe
   const Matrix K = gen.randn(3, 4), V = gen.randn(3, 2);
   KVCache cache(5, 4, 2);
   for (int64_t n = 0; n < 3; ++n) {
-    CAPTURE(n);
+    INFO(n + 1 << " kv_append(s) into a cache of capacity 5 (d_k 4, d_v 2)");
     kv_append(cache, K.row(n), V.row(n));
-    {
-      INFO("size after " << n + 1 << " appends is " << cache.size << ", capacity " << cache.capacity());
-      CHECK(cache.size == n + 1);
-      CHECK(cache.capacity() == 5);
-    }
+    if (cache.size != n + 1 || cache.capacity() != 5)
+      FAIL_CHECK("after " << n + 1 << " kv_append(s), cache.size is " << cache.size << " and capacity() "
+                          << cache.capacity() << "; expected " << n + 1 << " and 5 (append writes row size, then "
+                          << "counts it)");
     // A copy, nothing computed: bit for bit. Earlier rows are untouched.
     require_close(fmt::format("cache.K rows 0..{}", n), Matrix(cache.K.topRows(n + 1)), Matrix(K.topRows(n + 1)),
                   kBitExact);
@@ -102,7 +101,7 @@ TEST_CASE("kv_attend: after n tokens, equals row n-1 of PyTorch's causal attenti
   const Matrix expected = fx().matrix("tiled.self.causal.output");
   KVCache cache = poisoned_cache(40, 16, 8);
   for (int64_t n = 1; n <= Q.rows(); ++n) {
-    CAPTURE(n);
+    INFO("kv_attend after " << n << " kv_append(s) into a cache of capacity 40");
     kv_append(cache, K.row(n - 1), V.row(n - 1));
     const RowVector out = kv_attend(cache, Q.row(n - 1));
     require_close(fmt::format("kv_attend after {} token(s) (capacity 40, d_k 16, d_v 8) vs causal row {}", n, n - 1),
@@ -118,7 +117,7 @@ TEST_CASE("kv_attend: any query equals chapter 3's attention over the cached row
   const Matrix K = gen.randn(9, 6), V = gen.randn(9, 5), q = gen.randn(1, 6) * 2.0f;
   KVCache cache = poisoned_cache(12, 6, 5);
   for (int64_t size = 1; size <= 9; ++size) {
-    CAPTURE(size);
+    INFO("kv_attend after " << size << " kv_append(s) into a cache of capacity 12");
     kv_append(cache, K.row(size - 1), V.row(size - 1));
     const Attention reference = attention(q, K.topRows(size), V.topRows(size));
     require_close(fmt::format("kv_attend(q) with {} of 12 rows in use (d_k 6, d_v 5)", size), Matrix(kv_attend(cache, q)),

@@ -69,7 +69,6 @@ TEST_CASE("sliding_window_mask: i - window < j <= i for every size, window >= se
           "[ch08][sliding_window_mask]") {
   for (int64_t seq = 1; seq <= 9; ++seq)
     for (int64_t window = 1; window <= 11; ++window) {
-      CAPTURE(seq, window);
       const Mask m = sliding_window_mask(seq, window);
       require_mask(fmt::format("sliding_window_mask({}, {})", seq, window), m, band(seq, window));
       // Query i sees min(i + 1, window) keys.
@@ -102,7 +101,7 @@ TEST_CASE("local_attention: matches PyTorch's band-masked softmax, windows 1, 5,
   const auto& windows = fx().i64("local.windows");
   for (size_t w = 0; w < windows.size(); ++w) {
     const int64_t window = windows[w];
-    CAPTURE(window);
+    INFO("local_attention (seq 37, window " << window << ")");
     require_close(fmt::format("local_attention (seq 37, d_k 16, d_v 8, window {})", window),
                   local_attention(Q, K, V, window), block_of("local.output", int64_t(w)), kFloat32);
   }
@@ -116,14 +115,14 @@ TEST_CASE("local_attention: equals masked_attention with the sliding-window mask
   const int64_t seq = 19;
   const Matrix Q = gen.randn(seq, 8) * 2.0f, K = gen.randn(seq, 8), V = gen.randn(seq, 5);
   for (int64_t window = 1; window <= seq + 2; ++window) {
-    CAPTURE(window);
+    INFO("local_attention (seq 19, window " << window << ")");
     const Attention reference = masked_attention(Q, K, V, band(seq, window));
     require_close(fmt::format("local_attention (seq 19, d_k 8, d_v 5, window {}) vs masked_attention", window),
                   local_attention(Q, K, V, window), reference.output, kFloat32);
   }
   const Attention full_causal = masked_attention(Q, K, V, causal(seq));
   for (int64_t window : {19, 20, 1000}) {
-    CAPTURE(window);
+    INFO("local_attention (seq 19, window " << window << ")");
     require_close(fmt::format("local_attention (seq 19, window {}) vs causal attention", window),
                   local_attention(Q, K, V, window), full_causal.output, kFloat32);
   }
@@ -233,7 +232,7 @@ TEST_CASE("linear_attention: a token's output does not depend on later tokens", 
   const Matrix Q = gen.randn(20, 5), K = gen.randn(20, 5), V = gen.randn(20, 3);
   const Matrix all = linear_attention(Q, K, V);
   for (int64_t n : {1, 7, 19}) {
-    CAPTURE(n);
+    INFO("linear_attention of the first " << n << " of 20 tokens");
     require_close(fmt::format("linear_attention of the first {} tokens vs the first {} rows of 20", n, n),
                   linear_attention(Q.topRows(n), K.topRows(n), V.topRows(n)), Matrix(all.topRows(n)), kElementwise);
   }
