@@ -104,6 +104,22 @@ TEST_CASE("clip_grad_norm: the factor is max_norm / (norm + 1e-6), also for a sm
     check_close(fmt::format("(4e-4)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[1][0],
                 4e-4f * factor, kRelative);
   }
+  // Exactly at max_norm. 3e-4 and 4e-4 are not floats, so the norm above
+  // rounds to 5.00000024e-4, just over max_norm 5e-4: a `norm <= max_norm`
+  // that skips the scaling still scaled there. 3/4096 and 4/4096 are exact,
+  // and so is their norm 5/4096, in float and in double; PyTorch still
+  // multiplies them by max_norm / (max_norm + 1e-6) = 0.99918.
+  {
+    const double max_norm = 5.0 / 4096;
+    std::vector<std::vector<float>> g = {{3.0f / 4096, 0.0f}, {4.0f / 4096}};
+    const double factor = max_norm / (max_norm + 1e-6);
+    const std::string call = "clip_grad_norm((3/4096, 0), (4/4096); max_norm 5/4096, exactly their norm)";
+    check_close(call + ": the norm", clip_grad_norm(spans(g), max_norm), max_norm, kRelative);
+    check_close(fmt::format("(3/4096, 0)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[0][0],
+                3.0 / 4096 * factor, kRelative);
+    check_close(fmt::format("(4/4096)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[1][0],
+                4.0 / 4096 * factor, kRelative);
+  }
 }
 
 TEST_CASE("clip_grad_norm: gradients of zeros stay zeros, and no tensor at all has norm 0", "[ch09][clip_grad_norm]") {
