@@ -88,6 +88,15 @@ TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and
   for (int64_t i : {2, 4})
     check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)[{}], outside the top 3", i), p3(i), 0.0,
                 kBitExact);
+  // Hidden means -inf, not a large negative number: logits below -1e9 are
+  // finite floats, and a token hidden with -1e9 would rise above the one kept
+  // (nanoGPT writes -float('Inf')).
+  RowVector low(2);
+  low << -2e9f, -3e9f;
+  const RowVector p_low = sampling_probs(low, 1.0, 1);
+  for (int64_t i = 0; i < 2; ++i)
+    check_close(fmt::format("sampling_probs((-2e9, -3e9), 1, top_k 1)[{}]{}", i, i == 0 ? "" : ", hidden"), p_low(i),
+                i == 0 ? 1.0 : 0.0, kBitExact);
 }
 
 TEST_CASE("sampling_probs: large logits or a low temperature do not overflow exp", "[ch09][sampling_probs]") {
