@@ -234,29 +234,28 @@ TEST_CASE("tiled_attention_backward: shapes that do not fit are refused", "[ch08
     INFO("causal with seq_q 4, seq_k 5");
     CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, fwd, dO, true, 2), std::invalid_argument);
   }
-  {
-    INFO("dO (4, 3) and (3, 2), expected (4, 2)");
-    CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, fwd, Matrix::Ones(4, 3)), std::invalid_argument);
-    CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, fwd, Matrix::Ones(3, 2)), std::invalid_argument);
-  }
-  {
-    INFO("the forward's output (3, 2) or (4, 5), expected (4, 2)");
-    const TiledAttention short_output{Matrix::Ones(3, 2), fwd.lse};
-    CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, short_output, dO), std::invalid_argument);
-    const TiledAttention wide_output{Matrix::Ones(4, 5), fwd.lse};
-    CHECK_THROWS_AS(tiled_attention_backward(Q, K, V, wide_output, dO), std::invalid_argument);
-  }
-  {
-    // What the forward refuses, the backward refuses too: NaN gradients
-    // otherwise (d_k 0 makes the scale 1/sqrt(0) infinite).
-    INFO("an inf in Q, a NaN in V, d_k 0 (Q (4, 0), K (5, 0))");
-    Matrix bad_Q = Q, bad_V = V;
-    bad_Q(1, 2) = std::numeric_limits<float>::infinity();
-    bad_V(3, 0) = std::numeric_limits<float>::quiet_NaN();
-    CHECK_THROWS_AS(tiled_attention_backward(bad_Q, K, V, fwd, dO), std::invalid_argument);
-    CHECK_THROWS_AS(tiled_attention_backward(Q, K, bad_V, fwd, dO), std::invalid_argument);
-    CHECK_THROWS_AS(tiled_attention_backward(Matrix(4, 0), Matrix(5, 0), V, fwd, dO), std::invalid_argument);
-  }
+  // One call per check, so that a failure names the input that was not refused.
+  CHECK_REFUSES("tiled_attention_backward(Q (4, 3), K, V, fwd, dO (4, 3)): dO must be (4, 2), the output's shape",
+                tiled_attention_backward(Q, K, V, fwd, Matrix::Ones(4, 3)), std::invalid_argument);
+  CHECK_REFUSES("tiled_attention_backward(Q (4, 3), K, V, fwd, dO (3, 2)): dO must be (4, 2), the output's shape",
+                tiled_attention_backward(Q, K, V, fwd, Matrix::Ones(3, 2)), std::invalid_argument);
+  const TiledAttention short_output{Matrix::Ones(3, 2), fwd.lse};
+  CHECK_REFUSES("tiled_attention_backward with the forward's output (3, 2), expected (4, 2)",
+                tiled_attention_backward(Q, K, V, short_output, dO), std::invalid_argument);
+  const TiledAttention wide_output{Matrix::Ones(4, 5), fwd.lse};
+  CHECK_REFUSES("tiled_attention_backward with the forward's output (4, 5), expected (4, 2)",
+                tiled_attention_backward(Q, K, V, wide_output, dO), std::invalid_argument);
+  // What the forward refuses, the backward refuses too: NaN gradients
+  // otherwise (d_k 0 makes the scale 1/sqrt(0) infinite).
+  Matrix bad_Q = Q, bad_V = V;
+  bad_Q(1, 2) = std::numeric_limits<float>::infinity();
+  bad_V(3, 0) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_REFUSES("tiled_attention_backward(Q (4, 3) with inf at [1, 2], K, V, fwd, dO)",
+                tiled_attention_backward(bad_Q, K, V, fwd, dO), std::invalid_argument);
+  CHECK_REFUSES("tiled_attention_backward(Q, K, V (5, 2) with NaN at [3, 0], fwd, dO)",
+                tiled_attention_backward(Q, K, bad_V, fwd, dO), std::invalid_argument);
+  CHECK_REFUSES("tiled_attention_backward(Q (4, 0), K (5, 0), V, fwd, dO): d_k 0",
+                tiled_attention_backward(Matrix(4, 0), Matrix(5, 0), V, fwd, dO), std::invalid_argument);
   {
     INFO("the forward's lse with 3 values, expected 4");
     const TiledAttention short_lse{fwd.output, ColVector::Zero(3)};

@@ -87,8 +87,11 @@ TEST_CASE("learning_rate: never rises after the warm-up", "[ch09][learning_rate]
   double previous = learning_rate(100, s);
   for (int64_t it = 101; it <= 2100; ++it) {
     const double lr = learning_rate(it, s);
-    INFO("learning_rate(" << it << ") = " << lr << " after learning_rate(" << it - 1 << ") = " << previous);
-    REQUIRE(lr <= previous);
+    if (!(lr <= previous))
+      FAIL("learning_rate(" << it << ") = " << fmt::format("{:.9g}", lr) << " is above learning_rate(" << it - 1
+                            << ") = " << fmt::format("{:.9g}", previous)
+                            << " (lr 1e-3, min_lr 1e-4, warmup_iters 100, lr_decay_iters 2000): after the "
+                               "warm-up the rate only falls, to min_lr, and stays there");
     previous = lr;
   }
 }
