@@ -35,17 +35,21 @@ const Fixtures& fx() {
 TEST_CASE("context_vector: every query of the six toy vectors matches PyTorch", "[ch01][context_vector]") {
   const Matrix X = fx().matrix("simple.toy.X");
   const Matrix expected = fx().matrix("simple.toy.context");
-  for (int64_t i = 0; i < X.rows(); ++i)
-    require_close(fmt::format("context_vector(the six toy vectors (6, 3), query_index {})", i),
-                  Matrix(context_vector(X, i)), Matrix(expected.row(i)), kFloat32);
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const std::string call = fmt::format("context_vector(the six toy vectors (6, 3), query_index {})", i);
+    INFO(call);  // (a crash inside names its input)
+    require_close(call, Matrix(context_vector(X, i)), Matrix(expected.row(i)), kFloat32);
+  }
 }
 
 TEST_CASE("context_vector: every query of seven random 5-number vectors matches PyTorch", "[ch01][context_vector]") {
   const Matrix X = fx().matrix("simple.rand.X");
   const Matrix expected = fx().matrix("simple.rand.context");
-  for (int64_t i = 0; i < X.rows(); ++i)
-    require_close(fmt::format("context_vector(X (7, 5) from randn, query_index {})", i), Matrix(context_vector(X, i)),
-                  Matrix(expected.row(i)), kFloat32);
+  for (int64_t i = 0; i < X.rows(); ++i) {
+    const std::string call = fmt::format("context_vector(X (7, 5) from randn, query_index {})", i);
+    INFO(call);
+    require_close(call, Matrix(context_vector(X, i)), Matrix(expected.row(i)), kFloat32);
+  }
 }
 
 TEST_CASE("context_vector: hand-derived values for two unit vectors", "[ch01][context_vector]") {
@@ -57,10 +61,14 @@ TEST_CASE("context_vector: hand-derived values for two unit vectors", "[ch01][co
   const double e = std::exp(1.0);
   Matrix expected(1, 2);
   expected << float(e / (e + 1)), float(1 / (e + 1));
-  require_close("context_vector(X = [[1, 0], [0, 1]], query_index 0)", Matrix(context_vector(X, 0)), expected,
-                kFloat32);
+  {
+    INFO("context_vector(X = [[1, 0], [0, 1]], query_index 0)");
+    require_close("context_vector(X = [[1, 0], [0, 1]], query_index 0)", Matrix(context_vector(X, 0)), expected,
+                  kFloat32);
+  }
   Matrix expected_1(1, 2);
   expected_1 << float(1 / (e + 1)), float(e / (e + 1));
+  INFO("context_vector(X = [[1, 0], [0, 1]], query_index 1)");
   require_close("context_vector(X = [[1, 0], [0, 1]], query_index 1)", Matrix(context_vector(X, 1)), expected_1,
                 kFloat32);
 }
@@ -69,6 +77,7 @@ TEST_CASE("context_vector: one token attends only to itself", "[ch01][context_ve
   // One key: its weight is 1 whatever the score, so the context is the row itself.
   Matrix X(1, 3);
   X << 0.5f, -2.0f, 3.0f;
+  INFO("context_vector(X = [[0.5, -2, 3]], query_index 0)");
   require_close("context_vector(X = [[0.5, -2, 3]], query_index 0)", Matrix(context_vector(X, 0)), X, kFloat32);
 }
 
@@ -82,6 +91,7 @@ TEST_CASE("context_vector: a zero query weighs every token alike, so its context
       0, 0, 0,   //
       2, 1, 1;
   const Matrix mean = X.colwise().mean();
+  INFO("context_vector(X (4, 3) whose row 2 is zero, query_index 2)");
   require_close("context_vector(X (4, 3) whose row 2 is zero, query_index 2)", Matrix(context_vector(X, 2)), mean,
                 kFloat32);
 }
@@ -96,6 +106,7 @@ TEST_CASE("context_vector: a query_index outside the tokens is refused", "[ch01]
 
 TEST_CASE("simple_attention: weights and context of the six toy vectors match PyTorch", "[ch01][simple_attention]") {
   const Matrix X = fx().matrix("simple.toy.X");
+  INFO("simple_attention(the six toy vectors (6, 3))");
   const SimpleAttention a = simple_attention(X);
   require_close("simple_attention(the six toy vectors (6, 3)).weights", a.weights, fx().matrix("simple.toy.weights"),
                 kFloat32);
@@ -105,6 +116,7 @@ TEST_CASE("simple_attention: weights and context of the six toy vectors match Py
 
 TEST_CASE("simple_attention: weights and context of seven random vectors match PyTorch", "[ch01][simple_attention]") {
   const Matrix X = fx().matrix("simple.rand.X");
+  INFO("simple_attention(X (7, 5) from randn)");
   const SimpleAttention a = simple_attention(X);
   require_close("simple_attention(X (7, 5) from randn).weights", a.weights, fx().matrix("simple.rand.weights"),
                 kFloat32);
@@ -116,7 +128,10 @@ TEST_CASE("simple_attention: each row of weights is positive and sums to 1", "[c
   // Row i holds query i's weights over the keys. A softmax taken down the
   // columns instead gives columns that sum to 1 and rows that do not.
   const Matrix X = fx().matrix("simple.rand.X");
-  const Matrix W = simple_attention(X).weights;
+  const Matrix W = [&] {
+    INFO("simple_attention(X (7, 5) from randn)");
+    return simple_attention(X).weights;
+  }();
   require_shape("simple_attention(X (7, 5)).weights", W, 7, 7);
   require_close("row sums of simple_attention(X (7, 5) from randn).weights", Matrix(W.rowwise().sum()),
                 Matrix::Ones(7, 1), kFloat32);
@@ -127,11 +142,15 @@ TEST_CASE("simple_attention: each row of weights is positive and sums to 1", "[c
 TEST_CASE("simple_attention: one token, and equal rows", "[ch01][simple_attention]") {
   Matrix one(1, 3);
   one << 0.5f, -2.0f, 3.0f;
-  const SimpleAttention a = simple_attention(one);
+  const SimpleAttention a = [&] {
+    INFO("simple_attention(X = [[0.5, -2, 3]])");
+    return simple_attention(one);
+  }();
   require_close("simple_attention(X = [[0.5, -2, 3]]).weights", a.weights, Matrix::Ones(1, 1), kFloat32);
   require_close("simple_attention(X = [[0.5, -2, 3]]).context", a.context, one, kFloat32);
   // Two equal rows are the same query, key and value: their context rows
   // are equal too (the toy sentence's two "the"s).
+  INFO("simple_attention(the six toy vectors (6, 3))");
   const SimpleAttention toy = simple_attention(fx().matrix("simple.toy.X"));
   require_close("simple_attention(the six toy vectors).context, row 4 (\"the\") against row 0 (\"the\")",
                 Matrix(toy.context.row(4)), Matrix(toy.context.row(0)), kFloat32);
@@ -155,7 +174,8 @@ TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
   const Matrix table = Matrix::Zero(4, 3);
   CHECK_REFUSES("embed(table (4, 3), ids [0, 4]): the table has ids 0 to 3", embed(table, {0, 4}), std::out_of_range);
   CHECK_REFUSES("embed(table (4, 3), ids [-1])", embed(table, {-1}), std::out_of_range);
-  require_shape("embed(table, {})", embed(table, {}), 0, 3);
+  INFO("embed(table (4, 3), no ids)");
+  require_shape("embed(table (4, 3), no ids)", embed(table, {}), 0, 3);
 }
 
 // The header's precision contract: float or double arithmetic. The fixture is
@@ -166,24 +186,35 @@ TEST_CASE("embed: an id outside the table is refused", "[ch01][embed]") {
 constexpr Tolerance kPositional{2e-5, 0.0};
 
 TEST_CASE("positional_encoding: matches the sinusoid formula", "[ch01][positional_encoding]") {
-  require_close("positional_encoding(50, 64)", positional_encoding(50, 64), fx().matrix("pe.50x64"), kPositional);
-  require_close("positional_encoding(7, 7) (odd d_model)", positional_encoding(7, 7), fx().matrix("pe.7x7"),
-                kPositional);
+  // (Each INFO names the call to come: a crash inside says which one.)
+  {
+    INFO("positional_encoding(seq_len 50, d_model 64)");
+    require_close("positional_encoding(50, 64)", positional_encoding(50, 64), fx().matrix("pe.50x64"), kPositional);
+  }
+  {
+    INFO("positional_encoding(seq_len 7, d_model 7), an odd d_model");
+    require_close("positional_encoding(7, 7) (odd d_model)", positional_encoding(7, 7), fx().matrix("pe.7x7"),
+                  kPositional);
+  }
+  INFO("positional_encoding(seq_len 1, d_model 1)");
   require_close("positional_encoding(1, 1)", positional_encoding(1, 1), fx().matrix("pe.1x1"), kPositional);
 }
 
 TEST_CASE("positional_encoding: seq_len 0 is empty, a negative seq_len or d_model < 1 is refused",
           "[ch01][positional_encoding]") {
-  require_shape("positional_encoding(0, 8)", positional_encoding(0, 8), 0, 8);
+  {
+    INFO("positional_encoding(seq_len 0, d_model 8)");
+    require_shape("positional_encoding(0, 8)", positional_encoding(0, 8), 0, 8);
+  }
   CHECK_THROWS_AS(positional_encoding(-1, 8), std::invalid_argument);
   CHECK_THROWS_AS(positional_encoding(4, 0), std::invalid_argument);
   CHECK_THROWS_AS(positional_encoding(4, -2), std::invalid_argument);
 }
 
 TEST_CASE("positional_encoding: hand-derived values", "[ch01][positional_encoding]") {
+  INFO("positional_encoding(seq_len 4, d_model 4)");
   const Matrix PE = positional_encoding(4, 4);
   require_shape("positional_encoding(4, 4)", PE, 4, 4);
-  INFO("positional_encoding(seq_len 4, d_model 4)");
   // Position 0: sin 0 = 0 and cos 0 = 1 in every pair.
   CHECK(PE(0, 0) == 0.0f);
   CHECK(PE(0, 1) == 1.0f);
@@ -227,16 +258,22 @@ TEST_CASE("linear: mismatched sizes are refused", "[ch01][linear]") {
 TEST_CASE("project_qkv: the chapter's toy size, d_model 8, d_k 4", "[ch01][project_qkv]") {
   const Matrix X = fx().matrix("small.X");
   Linear W_q = fx().linear("small.W_q"), W_k = fx().linear("small.W_k"), W_v = fx().linear("small.W_v");
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
   const std::string call = fmt::format("project_qkv(X {}, W_q {}, W_k {}, W_v {})", shape_str(X), shape_str(W_q.W),
                                        shape_str(W_k.W), shape_str(W_v.W));
+  const QKV qkv = [&] {
+    INFO(call << " with biases");
+    return project_qkv(X, W_q, W_k, W_v);
+  }();
   require_close(call + ".Q", qkv.Q, fx().matrix("small.Q"), kFloat32);
   require_close(call + ".K", qkv.K, fx().matrix("small.K"), kFloat32);
   require_close(call + ".V", qkv.V, fx().matrix("small.V"), kFloat32);
   W_q.b.reset();
   W_k.b.reset();
   W_v.b.reset();
-  const QKV no_bias = project_qkv(X, W_q, W_k, W_v);
+  const QKV no_bias = [&] {
+    INFO(call << " without biases");
+    return project_qkv(X, W_q, W_k, W_v);
+  }();
   require_close(call + ".Q without bias", no_bias.Q, fx().matrix("small.Q_nobias"), kFloat32);
   require_close(call + ".K without bias", no_bias.K, fx().matrix("small.K_nobias"), kFloat32);
   require_close(call + ".V without bias", no_bias.V, fx().matrix("small.V_nobias"), kFloat32);
@@ -264,10 +301,16 @@ TEST_CASE("the running example matches PyTorch from the seed on", "[ch01][projec
     INFO("embed(the running example's table (5, 64), the ids of \"the cat sat on the mat\")");
     return embed(table, ids);
   }();
-  const Matrix X = E + positional_encoding(int64_t(ids.size()), 64);
+  const Matrix X = E + [&] {
+    INFO("positional_encoding(seq_len 6, d_model 64) of the running example");
+    return positional_encoding(int64_t(ids.size()), 64);
+  }();
   require_close("X = E + PE (6 tokens, d_model 64)", X, fx().matrix("run.X"), kElementwise);
-  const QKV qkv = project_qkv(X, W_q, W_k, W_v);
   const std::string call = "project_qkv(X (6, 64), W_q, W_k, W_v (64, 64)) of the running example";
+  const QKV qkv = [&] {
+    INFO(call);
+    return project_qkv(X, W_q, W_k, W_v);
+  }();
   require_close(call + ".Q", qkv.Q, fx().matrix("run.Q"), kFloat32);
   require_close(call + ".K", qkv.K, fx().matrix("run.K"), kFloat32);
   require_close(call + ".V", qkv.V, fx().matrix("run.V"), kFloat32);
