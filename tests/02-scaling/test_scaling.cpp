@@ -47,6 +47,7 @@ TEST_CASE("scaled_scores: hand-derived 2 x 3 example", "[ch02][scaled_scores]") 
   expected << 1 * r, 2 * r, 0,  //
       1 * r, -1 * r, 3 * r;
   // One product of exact small integers, then one division: a few ulps.
+  INFO("scaled_scores(Q = I (2, 2), K (3, 2))");  // (a crash inside names its input)
   require_close("scaled_scores(Q = I (2, 2), K (3, 2))", scaled_scores(Q, K), expected, kElementwise);
 }
 
@@ -57,17 +58,22 @@ TEST_CASE("scaled_scores: the running example matches PyTorch", "[ch02][scaled_s
   const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
   // 64-term float32 sums in another order than PyTorch's, then an exact
   // division by 8: kFloat32.
+  INFO("scaled_scores(Q (6, 64), K (6, 64)) of the running example");
   require_close("scaled_scores(Q (6, 64), K (6, 64)) of the running example", scaled_scores(qkv.Q, qkv.K),
                 fx().matrix("run.scaled"), kFloat32);
 }
 
 TEST_CASE("scaled_scores: cross-attention, 10 queries x 50 keys", "[ch02][scaled_scores]") {
   const Matrix Q = fx().matrix("cross.Q"), K = fx().matrix("cross.K");
-  const Matrix scores = scaled_scores(Q, K);
+  const Matrix scores = [&] {
+    INFO("scaled_scores(Q (10, 16), K (50, 16))");
+    return scaled_scores(Q, K);
+  }();
   // One row per query, one column per key: (10, 50), not (10, 10) or (50, 50).
   require_shape("scaled_scores((10, 16), (50, 16))", scores, 10, 50);
   require_close("scaled_scores((10, 16), (50, 16))", scores, fx().matrix("cross.scaled"), kFloat32);
   // And the other way round: keys as queries give the transpose.
+  INFO("scaled_scores(K (50, 16) as the queries, Q (10, 16) as the keys)");
   require_close("scaled_scores(K (50, 16), Q (10, 16))", scaled_scores(K, Q),
                 Matrix(fx().matrix("cross.scaled").transpose()), kFloat32);
 }
@@ -79,14 +85,17 @@ TEST_CASE("scaled_scores: every entry of a batch of 3", "[ch02][scaled_scores]")
   REQUIRE(fx().shape("batch.scaled") == Shape{3, 7, 5});
   for (int64_t b = 0; b < 3; ++b) {
     const Matrix Q = fx().matrix("batch.Q", b), K = fx().matrix("batch.K", b);
+    const std::string call =
+        fmt::format("scaled_scores(Q {}, K {}) of batch entry {} of 3", shape_str(Q), shape_str(K), b);
+    INFO(call);
     const Matrix scores = scaled_scores(Q, K);
-    require_close(fmt::format("scaled_scores(Q {}, K {}) of batch entry {} of 3", shape_str(Q), shape_str(K), b),
-                  scores, fx().matrix("batch.scaled", b), kFloat32);
+    require_close(call, scores, fx().matrix("batch.scaled", b), kFloat32);
   }
 }
 
 TEST_CASE("scaled_scores: d_k = 1 divides by sqrt(1) = 1", "[ch02][scaled_scores]") {
   // Each score is the product of two numbers: one float multiplication.
+  INFO("scaled_scores(Q (4, 1), K (3, 1)), d_k 1");
   require_close("scaled_scores((4, 1), (3, 1))", scaled_scores(fx().matrix("dk1.Q"), fx().matrix("dk1.K")),
                 fx().matrix("dk1.scaled"), kElementwise);
 }
@@ -100,6 +109,7 @@ TEST_CASE("scaled_scores: queries and keys of different d_k, or of d_k 0, are re
   CHECK_REFUSES("scaled_scores(Q (3, 0), K (4, 0)): d_k 0", scaled_scores(Matrix(3, 0), Matrix(4, 0)),
                 std::invalid_argument);
   // Different numbers of rows are fine (cross-attention).
+  INFO("scaled_scores(Q (1, 4), K (9, 4)): 1 query, 9 keys");
   require_shape("scaled_scores((1, 4), (9, 4))", scaled_scores(Matrix::Ones(1, 4), Matrix::Ones(9, 4)), 1, 9);
 }
 
@@ -134,11 +144,14 @@ TEST_CASE("dot_product_stats: the same draws and numbers as PyTorch", "[ch02][do
   };
   for (const Case c : {Case{3, 4, 50}, Case{4, 64, 1000}, Case{5, 512, 200}, Case{6, 1, 2}, Case{7, 10, 17}}) {
     Generator gen(c.seed);
-    const DotStats stats = dot_product_stats(gen, c.d_k, c.samples);
-    const auto& expected = fx().f32(fmt::format("stats.{}.{}.{}", c.seed, c.d_k, c.samples));
-    const auto actual = as_floats(stats);
     const std::string what = fmt::format("dot_product_stats(Generator({}), d_k {}, {} samples)", c.seed, c.d_k,
                                          c.samples);
+    const DotStats stats = [&] {
+      INFO(what);
+      return dot_product_stats(gen, c.d_k, c.samples);
+    }();
+    const auto& expected = fx().f32(fmt::format("stats.{}.{}.{}", c.seed, c.d_k, c.samples));
+    const auto actual = as_floats(stats);
     const double spread = std::sqrt(double(c.d_k));
     // (one-value vectors named as such: g++ 14 finds {x} as ambiguous between
     // a vector and a Matrix)
@@ -163,7 +176,10 @@ TEST_CASE("dot_product_stats: the variance of q.k is d_k, scaled it is 1", "[ch0
   const int64_t n = 20000;
   Generator gen(2024);
   for (const int64_t d_k : {int64_t(4), int64_t(32), int64_t(256)}) {
-    const DotStats s = dot_product_stats(gen, d_k, n);
+    const DotStats s = [&] {
+      INFO(fmt::format("dot_product_stats(gen of seed 2024, d_k {}, {} samples)", d_k, n));
+      return dot_product_stats(gen, d_k, n);
+    }();
     const double rel_se = std::sqrt(2.0 / double(n - 1) + 6.0 / (double(n) * double(d_k)));
     const double mean_se = std::sqrt(double(d_k) / double(n));
     INFO(fmt::format("dot_product_stats(gen of seed 2024, d_k {}, {} samples): mean {:.4f}, variance {:.3f}, "
@@ -209,7 +225,10 @@ TEST_CASE("dot_product_stats: d_k < 1 and fewer than 2 samples are refused", "[c
   CHECK_THROWS_AS(dot_product_stats(gen, 8, 1), std::invalid_argument);
   CHECK_THROWS_AS(dot_product_stats(gen, 8, -5), std::invalid_argument);
   // Two samples are enough for an unbiased variance: (a - b)² / 2.
-  const DotStats two = dot_product_stats(gen, 8, 2);
+  const DotStats two = [&] {
+    INFO("dot_product_stats(gen, d_k 8, 2 samples)");
+    return dot_product_stats(gen, 8, 2);
+  }();
   {
     INFO("dot_product_stats(gen, d_k 8, 2 samples): expected a finite variance >= 0, got " << two.variance);
     CHECK(std::isfinite(two.variance));
