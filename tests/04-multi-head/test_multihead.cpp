@@ -72,6 +72,7 @@ Matrix numbered(int64_t rows, int64_t cols) {
 TEST_CASE("split_heads: matches PyTorch's view + transpose", "[ch04][split_heads]") {
   // (2 * 3, 8) -> (2, 4, 3, 2). Splitting copies numbers and computes
   // nothing, so bit for bit.
+  INFO("split_heads(X " << shape_str(fx().matrix("split.X")) << ", batch 2, n_heads 4)");  // a crash inside names it
   const Tensor4 heads = split_heads(fx().matrix("split.X"), 2, 4);
   require_close(fmt::format("split_heads(X {}, batch 2, n_heads 4)", shape_str(fx().matrix("split.X"))), heads,
                 fx().tensor4("split.heads"), kBitExact);
@@ -80,7 +81,10 @@ TEST_CASE("split_heads: matches PyTorch's view + transpose", "[ch04][split_heads
 TEST_CASE("split_heads: head h of sequence b is a column block of that sequence's rows", "[ch04][split_heads]") {
   const int64_t batch = 2, seq = 4, n_heads = 3, d_k = 2;
   const Matrix X = numbered(batch * seq, n_heads * d_k);
-  const Tensor4 heads = split_heads(X, batch, n_heads);
+  const Tensor4 heads = [&] {
+    INFO("split_heads(X (8, 6) numbered 100 * row + column, batch 2, n_heads 3)");
+    return split_heads(X, batch, n_heads);
+  }();
   require_shape("split_heads(X (8, 6), 2, 3)", heads.shape(), Shape{batch, n_heads, seq, d_k});
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < n_heads; ++h)
@@ -92,9 +96,15 @@ TEST_CASE("split_heads: head h of sequence b is a column block of that sequence'
           REQUIRE(heads(b, h, s, d) == X(b * seq + s, h * d_k + d));
         }
   // One sequence and one head: the head is X itself.
-  require_close("split_heads(X, 1, 1).view(0, 0)", Matrix(split_heads(X, 1, 1).view(0, 0)), X, kBitExact);
+  {
+    INFO("split_heads(X (8, 6), batch 1, n_heads 1): one sequence, one head");
+    require_close("split_heads(X, 1, 1).view(0, 0)", Matrix(split_heads(X, 1, 1).view(0, 0)), X, kBitExact);
+  }
   // As many heads as columns: d_k = 1, head h is column h.
-  const Tensor4 columns = split_heads(X, 1, 6);
+  const Tensor4 columns = [&] {
+    INFO("split_heads(X (8, 6), batch 1, n_heads 6): one head per column");
+    return split_heads(X, 1, 6);
+  }();
   require_shape("split_heads(X, 1, 6)", columns.shape(), Shape{1, 6, 8, 1});
   require_close("split_heads(X, 1, 6).view(0, 5)", Matrix(columns.view(0, 5)), Matrix(X.col(5)), kBitExact);
 }
@@ -116,7 +126,10 @@ TEST_CASE("split_heads: refuses sizes that do not divide", "[ch04][split_heads]"
 
 TEST_CASE("combine_heads: matches PyTorch's transpose + reshape", "[ch04][combine_heads]") {
   // (3, 2, 4, 5) -> (3 * 4, 2 * 5): copies only, bit for bit.
-  const Matrix X = combine_heads(fx().tensor4("combine.heads"));
+  const Matrix X = [&] {
+    INFO("combine_heads(heads " << shape_str(fx().tensor4("combine.heads").shape()) << ")");
+    return combine_heads(fx().tensor4("combine.heads"));
+  }();
   require_close(fmt::format("combine_heads(heads {})", shape_str(fx().tensor4("combine.heads").shape())), X,
                 fx().matrix("combine.X"), kBitExact);
 }
@@ -131,10 +144,12 @@ TEST_CASE("combine_heads(split_heads(X)) == X exactly", "[ch04][combine_heads]")
     const std::string what = fmt::format("combine_heads(split_heads(X {}, {}, {}))", shape_str(X), c.batch, c.n_heads);
     // Two reorderings that undo each other: nothing is computed, so the
     // round trip must give back the very same bits.
+    INFO(what);  // (a crash inside names its input)
     require_close(what, combine_heads(split_heads(X, c.batch, c.n_heads)), X, kBitExact);
   }
   // And the other way round: split_heads(combine_heads(T)) == T.
   const Tensor4 T = fx().tensor4("combine.heads");
+  INFO("split_heads(combine_heads(T " << shape_str(T.shape()) << "), batch 3, n_heads 2)");
   require_close("split_heads(combine_heads(T), 3, 2)", split_heads(combine_heads(T), T.batch(), T.heads()), T,
                 kBitExact);
 }
@@ -194,6 +209,7 @@ TEST_CASE("multi_head_attention: the chapter's running example from the seed", "
     return multi_head_attention(X, X, 1, params, 4);
   }();
   // 64-term products and scores of a few units: float32 ordering only.
+  INFO("split_heads(linear(X, W_q) (6, 64), batch 1, n_heads 4) of the running example");
   require_close("split_heads(linear(X, W_q) (6, 64), batch 1, n_heads 4)", split_heads(linear(X, params.W_q), 1, 4),
                 fx().tensor4("run.Q_heads"), kFloat32);
   require_close("multi_head_attention(X (6, 64), batch 1, n_heads 4).weights (1, 4, 6, 6)", mh.weights,
@@ -276,7 +292,10 @@ TEST_CASE("multi_head_attention: a custom HeadAttention runs once per (sequence,
     // Recognisable results: weights all 10 b + h, output all 0.
     return Attention{Matrix::Zero(seq_q, d_k), Matrix::Constant(seq_q, seq_k, float(10 * b + h))};
   };
-  const MultiHead mh = multi_head_attention(X_q, X_kv, batch, params, n_heads, spy);
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X_q (6, 8), X_kv (10, 8), batch 2, n_heads 4) with a spy as the head attention");
+    return multi_head_attention(X_q, X_kv, batch, params, n_heads, spy);
+  }();
 
   if (unknown != 0)
     FAIL_CHECK(unknown << " call(s) of the head attention got a Q and K that are no head of that sequence"
@@ -303,7 +322,10 @@ TEST_CASE("multi_head_attention: one head of width d_model is chapter 3's attent
   Generator gen(6);
   const AttentionParams params = make_attention_params(gen, 16);
   const Matrix X = gen.randn(7, 16);
-  const MultiHead mh = multi_head_attention(X, X, 1, params, 1);
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X (7, 16), batch 1, n_heads 1)");
+    return multi_head_attention(X, X, 1, params, 1);
+  }();
   const QKV qkv = project_qkv(X, params.W_q, params.W_k, params.W_v);
   const Attention single = attention(qkv.Q, qkv.K, qkv.V);
   // The same operations on the same numbers; kFloat32 only in case a
@@ -318,9 +340,15 @@ TEST_CASE("multi_head_attention: the sequences of a batch never see each other",
   Generator gen(7);
   const AttentionParams params = make_attention_params(gen, 12);
   const Matrix X = gen.randn(2 * 4, 12);  // two sequences of 4 tokens
-  const MultiHead both = multi_head_attention(X, X, 2, params, 3);
+  const MultiHead both = [&] {
+    INFO("multi_head_attention(X (8, 12), batch 2, n_heads 3)");
+    return multi_head_attention(X, X, 2, params, 3);
+  }();
   const Matrix second = X.bottomRows(4);
-  const MultiHead alone = multi_head_attention(second, second, 1, params, 3);
+  const MultiHead alone = [&] {
+    INFO("multi_head_attention(sequence 1 alone (4, 12), batch 1, n_heads 3)");
+    return multi_head_attention(second, second, 1, params, 3);
+  }();
   // Sequence 1 in the batch = sequence 1 on its own; kFloat32 because a
   // product over more rows may be blocked (summed) differently.
   for (int64_t h = 0; h < 3; ++h)
