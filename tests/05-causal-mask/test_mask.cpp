@@ -81,13 +81,21 @@ void require_no_nan(const std::string& what, const Matrix& m) {
 
 // ---------------------------------------------------------------------------
 TEST_CASE("causal_mask: true on and below the diagonal", "[ch05][causal_mask]") {
-  require_mask("causal_mask(6)", causal_mask(6), mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i; }));
+  // (Each INFO names the call to come: a crash inside says which one.)
+  {
+    INFO("causal_mask(seq_len 6)");
+    require_mask("causal_mask(6)", causal_mask(6), mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i; }));
+  }
   // n(n+1)/2 allowed pairs: query i sees i+1 keys.
   {
     INFO("allowed pairs in causal_mask(6): 1 + 2 + ... + 6 = 21");
     CHECK(causal_mask(6).count() == 21);
   }
-  require_mask("causal_mask(1)", causal_mask(1), mask_where(1, 1, [](int64_t, int64_t) { return true; }));
+  {
+    INFO("causal_mask(seq_len 1)");
+    require_mask("causal_mask(1)", causal_mask(1), mask_where(1, 1, [](int64_t, int64_t) { return true; }));
+  }
+  INFO("causal_mask(seq_len 0)");
   require_mask("causal_mask(0)", causal_mask(0), Mask(0, 0));
 }
 
@@ -95,7 +103,10 @@ TEST_CASE("causal_mask: true on and below the diagonal", "[ch05][causal_mask]") 
 TEST_CASE("apply_mask: -inf where the mask forbids, the scores untouched elsewhere", "[ch05][apply_mask]") {
   // masked_fill copies values and writes -inf: nothing is computed, so bit
   // for bit (require_close treats -inf as equal only to -inf).
-  const Matrix masked = apply_mask(fx().matrix("am.scores"), fx().mask("am.mask"));
+  const Matrix masked = [&] {
+    INFO("apply_mask(scores " << shape_str(fx().matrix("am.scores")) << ", a mask of the same shape)");
+    return apply_mask(fx().matrix("am.scores"), fx().mask("am.mask"));
+  }();
   require_close(fmt::format("apply_mask(scores {}, mask)", shape_str(fx().matrix("am.scores"))), masked,
                 fx().matrix("am.masked"), kBitExact);
 }
@@ -103,15 +114,21 @@ TEST_CASE("apply_mask: -inf where the mask forbids, the scores untouched elsewhe
 TEST_CASE("apply_mask: the causal mask on the running example's scores", "[ch05][apply_mask]") {
   // Q Kᵀ / 8 recomputed from PyTorch's Q and K: 64-term float32 sums.
   const Matrix scores = scaled_scores(fx().matrix("run.Q"), fx().matrix("run.K"));
-  const Matrix masked = apply_mask(scores, causal(6));
+  const Matrix masked = [&] {
+    INFO("apply_mask(scores (6, 6), causal mask) of the running example");
+    return apply_mask(scores, causal(6));
+  }();
   require_close("apply_mask(scores (6, 6), causal mask) of the running example", masked,
                 fx().matrix("run.masked_scores"), kFloat32);
 }
 
 TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refused", "[ch05][apply_mask]") {
   const Matrix scores = fx().matrix("am.scores");
-  require_close("apply_mask(scores (5, 7)) with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)),
-                scores, kBitExact);
+  {
+    INFO("apply_mask(scores (5, 7), an all-true mask (5, 7))");
+    require_close("apply_mask(scores (5, 7)) with every key allowed", apply_mask(scores, Mask::Constant(5, 7, true)),
+                  scores, kBitExact);
+  }
   CHECK_REFUSES("apply_mask(scores (5, 7), mask (5, 6))", apply_mask(scores, Mask::Constant(5, 6, true)),
                 std::invalid_argument);
   CHECK_REFUSES("apply_mask(scores (5, 7), mask (7, 5))", apply_mask(scores, Mask::Constant(7, 5, true)),
@@ -121,7 +138,10 @@ TEST_CASE("apply_mask: an all-true mask changes nothing, another shape is refuse
 // ---------------------------------------------------------------------------
 TEST_CASE("padding_masks: key j is allowed iff j < length, for every query", "[ch05][padding_masks]") {
   const std::vector<int64_t> lengths{6, 4, 2, 0};
-  const auto masks = padding_masks(lengths, 6);
+  const auto masks = [&] {
+    INFO("padding_masks(lengths {6, 4, 2, 0}, seq_len 6)");
+    return padding_masks(lengths, 6);
+  }();
   {
     INFO("padding_masks({6, 4, 2, 0}, seq_len 6) returns one mask per length: expected 4 masks, got " << masks.size());
     REQUIRE(masks.size() == lengths.size());
@@ -140,6 +160,7 @@ TEST_CASE("padding_masks: lengths outside [0, seq_len] are refused", "[ch05][pad
                 std::invalid_argument);
   CHECK_REFUSES("padding_masks(lengths {6, 3, 9}, seq_len 6): the third above seq_len", padding_masks({6, 3, 9}, 6),
                 std::invalid_argument);
+  INFO("padding_masks(lengths {6, 0}, seq_len 6): both lengths within [0, 6]");
   CHECK_NOTHROW(padding_masks({6, 0}, 6));
 }
 
@@ -149,12 +170,14 @@ TEST_CASE("mask_and: the truth table of AND", "[ch05][mask_and]") {
   a << true, true, false, false;
   b << true, false, true, false;
   expected << true, false, false, false;
+  INFO("mask_and of the (2, 2) masks a = [[1, 1], [0, 0]] and b = [[1, 0], [1, 0]]");
   require_mask("mask_and(a, b)", mask_and(a, b), expected);
   require_mask("mask_and(b, a)", mask_and(b, a), expected);
 }
 
 TEST_CASE("mask_and: causal and padding together", "[ch05][mask_and]") {
   // Both built from their definitions, so this checks mask_and alone.
+  INFO("mask_and(causal (6, 6), padding to length 4 (6, 6))");
   require_mask("mask_and(causal, padding to length 4)", mask_and(causal(6), keys_below(4, 6)),
                mask_where(6, 6, [](int64_t i, int64_t j) { return j <= i && j < 4; }));
 }
@@ -163,6 +186,7 @@ TEST_CASE("mask_and: causal and padding together", "[ch05][mask_and]") {
 // Weights and outputs below come out of a softmax and a matrix product in
 // float32, in a different order than PyTorch adds: kFloat32.
 TEST_CASE("masked_attention: causal attention of the running example matches PyTorch", "[ch05][masked_attention]") {
+  INFO("masked_attention(Q, K, V (6, 64), causal mask) of the running example");  // (a crash inside names it)
   const Attention a = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
   require_close("masked_attention(Q, K, V (6, 64), causal mask) of the running example: weights", a.weights,
                 fx().matrix("run.weights"), kFloat32);
@@ -171,6 +195,7 @@ TEST_CASE("masked_attention: causal attention of the running example matches PyT
 }
 
 TEST_CASE("masked_attention: causal attention of random Q, K, V matches PyTorch", "[ch05][masked_attention]") {
+  INFO("masked_attention(Q, K, V (7, 8), causal mask (7, 7))");
   const Attention a =
       masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), fx().matrix("causal.V"), causal(7));
   require_close("causal weights (seq 7, d_k 8)", a.weights, fx().matrix("causal.weights"), kFloat32);
@@ -180,13 +205,19 @@ TEST_CASE("masked_attention: causal attention of random Q, K, V matches PyTorch"
 TEST_CASE("masked_attention: upper triangle exactly 0, row 0 one-hot, row i has i+1 weights",
           "[ch05][masked_attention]") {
   const Matrix V = fx().matrix("causal.V");
-  const Attention a = masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), V, causal(7));
+  const Attention a = [&] {
+    INFO("masked_attention(Q, K, V (7, 8), causal mask (7, 7))");
+    return masked_attention(fx().matrix("causal.Q"), fx().matrix("causal.K"), V, causal(7));
+  }();
   require_causal("causal weights (seq 7, d_k 8)", a.weights);
   // Query 0 sees only key 0 with weight exactly 1, so its output is V[0]
   // itself: 1·v + 0·(the rest) involves no rounding.
   require_close("causal output (seq 7, d_k 8) row 0 against V row 0", Matrix(a.output.row(0)), Matrix(V.row(0)),
                 kBitExact);
-  const Attention run = masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
+  const Attention run = [&] {
+    INFO("masked_attention(Q, K, V (6, 64), causal mask) of the running example");
+    return masked_attention(fx().matrix("run.Q"), fx().matrix("run.K"), fx().matrix("run.V"), causal(6));
+  }();
   require_causal("causal weights of the running example", run.weights);
 }
 
@@ -194,9 +225,10 @@ TEST_CASE("masked_attention: a padded batch, one mask per sequence, matches PyTo
   const auto& lengths = fx().i64("pad.lengths");
   for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
     const Mask mask = keys_below(lengths[size_t(b)], 6);
-    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
     const std::string name = fmt::format("masked_attention(Q, K, V (6, 8), padding mask) of sequence {} (length {})",
                                          b, lengths[size_t(b)]);
+    INFO(name);  // (a crash inside names its input)
+    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
     require_close(name + ": weights", a.weights, block("pad.weights", b), kFloat32);
     require_close(name + ": output", a.output, block("pad.output", b), kFloat32);
   }
@@ -206,9 +238,10 @@ TEST_CASE("masked_attention: padding and causal together match PyTorch", "[ch05]
   const auto& lengths = fx().i64("pad.lengths");
   for (int64_t b = 0; b < int64_t(lengths.size()); ++b) {
     const Mask mask = mask_where(6, 6, [&](int64_t i, int64_t j) { return j <= i && j < lengths[size_t(b)]; });
-    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
     const std::string name = fmt::format(
         "masked_attention(Q, K, V (6, 8), padding and causal mask) of sequence {} (length {})", b, lengths[size_t(b)]);
+    INFO(name);
+    const Attention a = masked_attention(block("pad.Q", b), block("pad.K", b), block("pad.V", b), mask);
     require_close(name + ": weights", a.weights, block("padcausal.weights", b), kFloat32);
     require_close(name + ": output", a.output, block("padcausal.output", b), kFloat32);
   }
@@ -224,8 +257,14 @@ TEST_CASE("masked_attention: what sits in the padding changes nothing", "[ch05][
   Matrix K_junk = K, V_junk = V;
   K_junk.bottomRows(2).setConstant(1e3f);
   V_junk.bottomRows(2).setConstant(-7e4f);
-  const Attention clean = masked_attention(Q, K, V, mask);
-  const Attention junk = masked_attention(Q, K_junk, V_junk, mask);
+  const Attention clean = [&] {
+    INFO("masked_attention(Q, K, V (6, 8), keys below 4)");
+    return masked_attention(Q, K, V, mask);
+  }();
+  const Attention junk = [&] {
+    INFO("masked_attention(Q, K, V (6, 8), keys below 4) with 1e3 in K's and -7e4 in V's 2 padding rows");
+    return masked_attention(Q, K_junk, V_junk, mask);
+  }();
   require_close("masked_attention(Q, K, V (6, 8), keys below 4).weights with junk in the padding", junk.weights,
                 clean.weights, kBitExact);
   require_close("masked_attention(Q, K, V (6, 8), keys below 4).output with junk in the padding", junk.output,
@@ -239,9 +278,12 @@ TEST_CASE("masked_attention: masking keys is removing them (rectangular mask, se
   // so the float32 sums may be ordered differently: kFloat32).
   const Matrix Q = block("pad.Q", 2).topRows(3), K = block("pad.K", 2), V = block("pad.V", 2);
   const Mask mask = mask_where(3, 6, [](int64_t, int64_t j) { return j < 4; });
-  const Attention masked = masked_attention(Q, K, V, mask);
-  const Attention removed = attention(Q, K.topRows(4), V.topRows(4));
   const std::string call = "masked_attention(Q (3, 8), K, V (6, 8), mask (3, 6) with keys 4 and 5 masked)";
+  const Attention masked = [&] {
+    INFO(call);
+    return masked_attention(Q, K, V, mask);
+  }();
+  const Attention removed = attention(Q, K.topRows(4), V.topRows(4));
   require_shape(call + ".weights", masked.weights, 3, 6);
   require_close(call + ".weights on the 4 visible keys", Matrix(masked.weights.leftCols(4)), removed.weights,
                 kFloat32);
@@ -255,8 +297,10 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
   // PyTorch 1.13 computes softmax([-inf, ..., -inf]) = NaN (the fixture
   // holds its NaN rows); the book's choice is zeros for exactly those rows
   // and PyTorch's values everywhere else.
-  const Attention a =
-      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), fx().mask("fm.mask"));
+  const Attention a = [&] {
+    INFO("masked_attention(Q, K, V (5, 8), mask (5, 5) with fully masked rows)");
+    return masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), fx().mask("fm.mask"));
+  }();
   const Matrix torch_weights = fx().matrix("fm.torch_weights"), torch_output = fx().matrix("fm.torch_output");
   require_no_nan("masked_attention(Q, K, V (5, 8), mask with fully masked rows).weights", a.weights);
   require_no_nan("masked_attention(Q, K, V (5, 8), mask with fully masked rows).output", a.output);
@@ -273,8 +317,10 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
     }
   }
   // A sequence of length 0: every row is fully masked.
-  const Attention empty =
-      masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), keys_below(0, 5));
+  const Attention empty = [&] {
+    INFO("masked_attention(Q, K, V (5, 8), no key allowed)");
+    return masked_attention(fx().matrix("fm.Q"), fx().matrix("fm.K"), fx().matrix("fm.V"), keys_below(0, 5));
+  }();
   require_close("masked_attention(Q, K, V (5, 8), no key allowed).weights", empty.weights, Matrix::Zero(5, 5),
                 kBitExact);
   require_close("masked_attention(Q, K, V (5, 8), no key allowed).output", empty.output, Matrix::Zero(5, 8),
@@ -284,7 +330,10 @@ TEST_CASE("masked_attention: a fully masked row gives zero weights and zero outp
 TEST_CASE("masked_attention: an all-true mask is chapter 3's attention, a wrong shape is refused",
           "[ch05][masked_attention]") {
   const Matrix Q = fx().matrix("causal.Q"), K = fx().matrix("causal.K"), V = fx().matrix("causal.V");
-  const Attention masked = masked_attention(Q, K, V, Mask::Constant(7, 7, true));
+  const Attention masked = [&] {
+    INFO("masked_attention(Q, K, V (7, 8), all-true mask (7, 7))");
+    return masked_attention(Q, K, V, Mask::Constant(7, 7, true));
+  }();
   const Attention plain = attention(Q, K, V);
   require_close("masked_attention(Q, K, V (7, 8), all-true mask).weights vs attention", masked.weights,
                 plain.weights, kFloat32);
@@ -306,7 +355,10 @@ TEST_CASE("masked_attention: multi-head causal attention, batch 2, 4 heads, matc
   const HeadAttention head = [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) {
     return masked_attention(Q, K, V, mask);
   };
-  const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X (10, 16), batch 2, n_heads 4) with masked_attention(causal mask (5, 5)) per head");
+    return multi_head_attention(X, X, 2, params, 4, head);
+  }();
   require_shape("multi-head causal weights (batch 2, n_heads 4, seq 5)", mh.weights.shape(), Shape{2, 4, 5, 5});
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t h = 0; h < 4; ++h) {
@@ -330,7 +382,11 @@ TEST_CASE("masked_attention: multi-head, padding and causal per sequence, matche
   const HeadAttention head = [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t b) {
     return masked_attention(Q, K, V, masks.at(size_t(b)));
   };
-  const MultiHead mh = multi_head_attention(X, X, 2, params, 4, head);
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X (10, 16), batch 2, n_heads 4) with masked_attention(padding and causal mask "
+         "(5, 5)) per sequence");
+    return multi_head_attention(X, X, 2, params, 4, head);
+  }();
   require_shape("multi-head padding + causal weights (batch 2, n_heads 4, seq 5)", mh.weights.shape(),
                 Shape{2, 4, 5, 5});
   for (int64_t b = 0; b < 2; ++b)
@@ -355,13 +411,22 @@ TEST_CASE("the chapter program's path: seed 42, causal single-head and 4 heads",
   const AttentionParams params = make_attention_params(gen, 64);
   const Matrix X = embed(table, vocab.ids(tokens)) + positional_encoding(6, 64);
   const QKV qkv = project_qkv(X, params.W_q, params.W_k, params.W_v);
-  const Mask mask = causal_mask(6);
-  const Attention single = masked_attention(qkv.Q, qkv.K, qkv.V, mask);
+  const Mask mask = [&] {
+    INFO("causal_mask(seq_len 6) of the chapter program");
+    return causal_mask(6);
+  }();
+  const Attention single = [&] {
+    INFO("masked_attention(Q, K, V (6, 64), causal_mask(6)) of the running example");
+    return masked_attention(qkv.Q, qkv.K, qkv.V, mask);
+  }();
   require_close("masked_attention(Q, K, V (6, 64), causal_mask(6)) of the running example: weights", single.weights,
                 fx().matrix("run.weights"), kFloat32);
-  const MultiHead mh = multi_head_attention(
-      X, X, 1, params, 4,
-      [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) { return masked_attention(Q, K, V, mask); });
+  const MultiHead mh = [&] {
+    INFO("multi_head_attention(X (6, 64), batch 1, n_heads 4) with masked_attention(causal_mask(6)) per head");
+    return multi_head_attention(
+        X, X, 1, params, 4,
+        [&](const Matrix& Q, const Matrix& K, const Matrix& V, int64_t) { return masked_attention(Q, K, V, mask); });
+  }();
   require_shape("multi-head causal weights (X (6, 64), batch 1, n_heads 4)", mh.weights.shape(), Shape{1, 4, 6, 6});
   for (int64_t h = 0; h < 4; ++h) {
     const std::string name = fmt::format("multi-head causal weights of head {} (X (6, 64), batch 1, n_heads 4)", h);
