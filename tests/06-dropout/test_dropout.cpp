@@ -74,8 +74,9 @@ TEST_CASE("dropout: the keep mask and output match F.dropout for the same seed",
     REQUIRE(fx().scalar(prefix + ".p") == float(c.p));
     const Matrix x = fx().matrix(prefix + ".x");
     Generator gen(c.seed);
-    const DropoutResult r = dropout(x, c.p, gen);
     const std::string what = fmt::format("dropout(x {}, p = {}) with seed {}", shape_str(x), c.p, c.seed);
+    INFO(what);  // (a crash inside names its input)
+    const DropoutResult r = dropout(x, c.p, gen);
     // The mask is decided by the random draws alone: bit for bit.
     require_same_mask(what + ", its mask keep", r.keep, fx().mask(prefix + ".keep"));
     // x * (1.0f / float(1 - p)), one float multiplication rounded like PyTorch's.
@@ -87,9 +88,15 @@ TEST_CASE("dropout: a second call continues the stream where the first stopped",
   const Matrix x = fx().matrix("twice.x");
   Generator gen(77);
   gen.rand(x.rows(), x.cols());  // PyTorch drew x from this seed first
-  const DropoutResult first = dropout(x, 0.4, gen);
-  const DropoutResult second = dropout(x, 0.4, gen);
   const std::string call = fmt::format("dropout(x {}, p = 0.4) with seed 77", shape_str(x));
+  const DropoutResult first = [&] {
+    INFO("first " + call);
+    return dropout(x, 0.4, gen);
+  }();
+  const DropoutResult second = [&] {
+    INFO("second " + call + " on the same generator");
+    return dropout(x, 0.4, gen);
+  }();
   require_same_mask("first " + call, first.keep, fx().mask("twice.keep1"));
   require_same_mask("second " + call + " on the same generator", second.keep, fx().mask("twice.keep2"));
 }
@@ -100,7 +107,10 @@ TEST_CASE("dropout: the running example's weights, straight after the parameters
   Generator gen(42);
   const QKV qkv = make_running_example(gen, tokenize("the cat sat on the mat"), 64, 64).qkv;
   const Matrix weights = attention(qkv.Q, qkv.K, qkv.V).weights;
-  const DropoutResult r = dropout(weights, 0.1, gen);
+  const DropoutResult r = [&] {
+    INFO("dropout(weights (6, 6), p = 0.1) of the running example");
+    return dropout(weights, 0.1, gen);
+  }();
   // The weights go through softmax and matrix products: kFloat32. The mask
   // depends only on the draws: bit for bit.
   require_close("attention weights (6, 6) of the running example", weights, fx().matrix("run.weights"), kFloat32);
@@ -114,6 +124,7 @@ TEST_CASE("dropout: the output is x * keep / (1 - p) with the mask it returns", 
   const Matrix x = data.randn(9, 11);
   for (double p : {0.2, 0.5, 0.75}) {
     Generator gen(5);
+    INFO(fmt::format("dropout(x (9, 11) from randn, p = {}) with seed 5", p));
     const DropoutResult r = dropout(x, p, gen);
     require_shape(fmt::format("dropout(x (9, 11), p = {}).output", p), r.output, 9, 11);
     require_shape(fmt::format("dropout(x (9, 11), p = {}).keep", p), Shape{r.keep.rows(), r.keep.cols()},
@@ -133,7 +144,10 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
   const Matrix x = fx().matrix("seed.d.x");
   Generator gen(8);
   const Matrix drawn = gen.rand(4, 4);  // as in the script: x3 = torch.rand(4, 4) + 0.5
-  const DropoutResult r = dropout(x, 0.0, gen);
+  const DropoutResult r = [&] {
+    INFO("dropout(x " << shape_str(x) << ", p = 0)");
+    return dropout(x, 0.0, gen);
+  }();
   require_close(fmt::format("dropout(x {}, p = 0).output", shape_str(x)), r.output, x, kBitExact);
   // x is (7, 13): a mask made (cols, rows) would still be all true, so its
   // shape is checked with its entries.
@@ -141,7 +155,10 @@ TEST_CASE("dropout: p = 0 is the identity, bit for bit, and draws nothing", "[ch
                Mask::Constant(x.rows(), x.cols(), true));
   // PyTorch returns its input without touching the generator: the next
   // numbers are the ones that follow torch.rand(4, 4).
-  (void)dropout(drawn, 1.0, gen);
+  {
+    INFO("dropout(x (4, 4), p = 1)");
+    (void)dropout(drawn, 1.0, gen);
+  }
   const Matrix next = gen.rand(1, 6);
   require_close("torch.rand(6) after dropout(x (7, 13), p = 0) and dropout(x (4, 4), p = 1), which draw nothing",
                 std::vector<float>(next.data(), next.data() + 6), fx().f32("nodraw.rand"), kBitExact);
@@ -151,7 +168,10 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
   Matrix x = fx().matrix("seed.f.x");
   x(0, 0) = 1e30f;  // a huge value times 1 / (1 - 1) = inf would be inf or NaN
   Generator gen(1);
-  const DropoutResult r = dropout(x, 1.0, gen);
+  const DropoutResult r = [&] {
+    INFO("dropout(x " << shape_str(x) << " with x[0, 0] = 1e30, p = 1)");
+    return dropout(x, 1.0, gen);
+  }();
   require_shape(fmt::format("dropout(x {}, p = 1).output", shape_str(x)), r.output, x.rows(), x.cols());
   if (!all_finite(r.output))
     FAIL_CHECK(fmt::format("dropout(x {}, p = 1) with x[0, 0] = 1e30: output[0, 0] is {}, expected 0 (a scale of "
@@ -163,7 +183,10 @@ TEST_CASE("dropout: p = 1 gives zeros, never NaN or inf", "[ch06][dropout]") {
                Mask::Constant(x.rows(), x.cols(), false));
   // Not square, so that a mask of the transposed shape shows.
   const Matrix wide = Matrix::Ones(2, 5);
-  const DropoutResult w = dropout(wide, 1.0, gen);
+  const DropoutResult w = [&] {
+    INFO("dropout(ones (2, 5), p = 1)");
+    return dropout(wide, 1.0, gen);
+  }();
   require_close("dropout(ones (2, 5), p = 1).output", w.output, Matrix::Zero(2, 5), kBitExact);
   require_mask("dropout(ones (2, 5), p = 1).keep, nothing kept", w.keep, Mask::Constant(2, 5, false));
 }
@@ -190,7 +213,10 @@ TEST_CASE("dropout: the kept fraction is within 5 binomial sigmas of 1 - p", "[c
   const double n = double(x.size());
   for (double p : {0.05, 0.1, 0.3, 0.5, 0.9}) {
     Generator gen(7);
-    const DropoutResult r = dropout(x, p, gen);
+    const DropoutResult r = [&] {
+      INFO(fmt::format("dropout(ones (100, 100), p = {}) with seed 7", p));
+      return dropout(x, p, gen);
+    }();
     const double kept = double(count_kept(r.keep));
     const double sigma = std::sqrt(n * p * (1 - p));
     INFO(fmt::format("dropout(ones (100, 100), p = {}): kept {} of {}, expected {} +- 5 x {:.1f}", p, kept, n,
@@ -217,7 +243,10 @@ TEST_CASE("dropout: averaged over many draws the output approaches x (E[output] 
   const int n = 20000;
   Generator gen(11);
   Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(6, 6);
-  for (int k = 0; k < n; ++k) sum += dropout(x, p, gen).output.cast<double>();
+  {
+    INFO("dropout(x (6, 6) from rand, p = 0.3), drawn 20000 times from seed 11");
+    for (int k = 0; k < n; ++k) sum += dropout(x, p, gen).output.cast<double>();
+  }
   const Eigen::MatrixXd mean = sum / n;
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 6; ++j) {
@@ -235,7 +264,10 @@ TEST_CASE("dropout_backward: matches PyTorch autograd for the forward's mask", "
   // x.grad of F.dropout(x, 0.42) for an upstream gradient d_out: one float
   // multiplication per kept element, like the forward: bit for bit. (At
   // p = 0.42, float(1 / (1 - p)) is one ulp off PyTorch's 1.0f / float(1 - p).)
-  const Matrix d_x = dropout_backward(fx().matrix("bw.d_out"), fx().mask("bw.keep"), 0.42);
+  const Matrix d_x = [&] {
+    INFO("dropout_backward(d_out " << shape_str(fx().matrix("bw.d_out")) << ", keep of the forward, p = 0.42)");
+    return dropout_backward(fx().matrix("bw.d_out"), fx().mask("bw.keep"), 0.42);
+  }();
   require_close(fmt::format("dropout_backward(d_out {}, keep, p = 0.42)", shape_str(fx().matrix("bw.d_out"))), d_x,
                 fx().matrix("bw.d_x"), kBitExact);
 }
@@ -244,7 +276,10 @@ TEST_CASE("dropout_backward: a given mask is applied as PyTorch applies its own"
   // With its mask fixed, dropout is the linear map x -> x * keep / (1 - p),
   // and its backward is the same map applied to the gradient. PyTorch
   // computes it as x * (keep / (1 - p)) in float32: bit for bit.
-  const Matrix y = dropout_backward(fx().matrix("fixed.x"), fx().mask("fixed.keep"), 0.48);
+  const Matrix y = [&] {
+    INFO("dropout_backward(x " << shape_str(fx().matrix("fixed.x")) << ", a hand-made keep, p = 0.48)");
+    return dropout_backward(fx().matrix("fixed.x"), fx().mask("fixed.keep"), 0.48);
+  }();
   require_close(fmt::format("dropout_backward(x {}, a hand-made keep, p = 0.48) = x * keep / (1 - 0.48)",
                             shape_str(fx().matrix("fixed.x"))),
                 y, fx().matrix("fixed.y"), kBitExact);
@@ -255,9 +290,15 @@ TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) els
   const Matrix x = data.randn(12, 10);
   const double p = 0.4;
   Generator gen(22);
-  const Mask keep = dropout(x, p, gen).keep;
+  const Mask keep = [&] {
+    INFO("dropout(x (12, 10) from randn, p = 0.4) with seed 22, the forward whose keep this test uses");
+    return dropout(x, p, gen).keep;
+  }();
   const Matrix ones = Matrix::Ones(12, 10);
-  const Matrix d_x = dropout_backward(ones, keep, p);
+  const Matrix d_x = [&] {
+    INFO("dropout_backward(ones (12, 10), keep, p = 0.4)");
+    return dropout_backward(ones, keep, p);
+  }();
   const float scale = 1.0f / float(1.0 - p);
   int64_t mismatched_entries = 0;
   std::string first;  // the first entry that differs, in words
@@ -275,6 +316,7 @@ TEST_CASE("dropout_backward: zero exactly where the forward dropped, 1/(1-p) els
                            mismatched_entries, scale, first));
   // And for a general upstream gradient.
   const Matrix g = data.randn(12, 10);
+  INFO("dropout_backward(g (12, 10), keep, p = 0.4)");
   require_close("dropout_backward(g (12, 10), keep, p = 0.4)", dropout_backward(g, keep, p),
                 Matrix(g.cwiseProduct(keep.cast<float>()) * scale), kBitExact);
 }
@@ -293,13 +335,24 @@ TEST_CASE("dropout_backward: agrees with central finite differences, the mask he
     return dropout(at, p, gen).output.cast<double>().cwiseProduct(G.cast<double>()).sum();
   };
   Generator gen(seed);
-  const DropoutResult r = dropout(x, p, gen);
-  const Matrix d_x = dropout_backward(G, r.keep, p);
+  const DropoutResult r = [&] {
+    INFO("dropout(x (5, 6) from rand, p = 0.25) with seed 32");
+    return dropout(x, p, gen);
+  }();
+  const Matrix d_x = [&] {
+    INFO("dropout_backward(G (5, 6), keep, p = 0.25)");
+    return dropout_backward(G, r.keep, p);
+  }();
   const float h = 0.01f;
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 6; ++j) {
       Matrix moved = x;
-      const double numeric = central_difference(moved(i, j), h, [&] { return loss(moved); });
+      const double numeric = [&] {
+        INFO(fmt::format("dropout(x (5, 6) with x[{}, {}] moved by +-0.01, p = 0.25) with seed 32, for finite "
+                         "differences",
+                         i, j));
+        return central_difference(moved(i, j), h, [&] { return loss(moved); });
+      }();
       check_close(fmt::format("dropout_backward(G (5, 6), keep, p = 0.25): d_x[{}, {}] ({}) against finite "
                               "differences",
                               i, j, r.keep(i, j) ? "kept" : "dropped"),
@@ -311,11 +364,20 @@ TEST_CASE("dropout_backward: p = 0, p = 1, and bad input", "[ch06][dropout_backw
   Generator data(41);
   const Matrix g = data.randn(4, 7);
   const Mask all = Mask::Constant(4, 7, true);
-  require_close("dropout_backward(g (4, 7), all kept, p = 0)", dropout_backward(g, all, 0.0), g, kBitExact);
-  const Matrix d_x = dropout_backward(g, Mask::Constant(4, 7, false), 1.0);
+  {
+    INFO("dropout_backward(g (4, 7), all kept, p = 0)");
+    require_close("dropout_backward(g (4, 7), all kept, p = 0)", dropout_backward(g, all, 0.0), g, kBitExact);
+  }
+  const Matrix d_x = [&] {
+    INFO("dropout_backward(g (4, 7), none kept, p = 1)");
+    return dropout_backward(g, Mask::Constant(4, 7, false), 1.0);
+  }();
   require_close("dropout_backward(g (4, 7), none kept, p = 1)", d_x, Matrix::Zero(4, 7), kBitExact);
   // p = 1 gives zeros even for a mask that claims survivors: no 1 / 0.
-  const Matrix d_none = dropout_backward(g, all, 1.0);
+  const Matrix d_none = [&] {
+    INFO("dropout_backward(g (4, 7), a mask of all true, p = 1)");
+    return dropout_backward(g, all, 1.0);
+  }();
   require_close("dropout_backward(g (4, 7), a mask of all true, p = 1): zeros, not inf or NaN (no 1 / 0)", d_none,
                 Matrix::Zero(4, 7), kBitExact);
   // (NaN passes `p < 0 || p > 1`, and would make every kept gradient NaN)
