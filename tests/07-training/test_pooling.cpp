@@ -42,6 +42,7 @@ TEST_CASE("attention_pool: the weights sum to 1 and the pooled vector is their a
   Generator gen(3);
   const Matrix X = gen.randn(6, 4);
   const RowVector q = gen.randn(1, 4);
+  INFO("attention_pool(X (6, 4) from randn, q (1, 4) from randn)");  // (a crash inside names its input)
   const PoolResult r = attention_pool(X, q);
   check_close("sum of the weights", r.weights.sum(), 1.0, kElementwise);
   // The largest score gets the largest weight (softmax keeps the order).
@@ -108,11 +109,17 @@ TEST_CASE("the pooling classifier: one training step's gradient of q against fin
   AdamConfig cfg;
   cfg.lr = 0;  // only the gradient is wanted: the step must not move the model
   PoolingTrainer trainer(model, cfg);
-  const float loss = trainer.step(model, corpus, labelled);
+  const float loss = [&] {
+    INFO("one training step of the pooling classifier (3 sentences, d 6): attention_pool, its backward, adam_step");
+    return trainer.step(model, corpus, labelled);
+  }();
   check_close("the step's mean loss", loss, mean_loss(model), {1e-5, 1e-5});
   constexpr float h = 1e-2f;
   for (int64_t j = 0; j < 6; ++j) {
     PoolingClassifier moved = model;
+    INFO(fmt::format("the pooling classifier's forward (attention_pool) with q[{}] moved by +-0.01, for finite "
+                     "differences",
+                     j));
     const double numeric = central_difference(moved.q(j), h, [&] { return mean_loss(moved); });
     check_close(fmt::format("pooling classifier (3 sentences, d 6, {} subjects): dL/dq[{}] against finite differences",
                             kSubjects.size(), j),

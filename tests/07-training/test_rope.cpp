@@ -107,7 +107,10 @@ TEST_CASE("rope_forward: matches the PyTorch reference (2 heads of d_k 6, batch 
   const std::vector<int64_t> c = fx().i64("rope.config");
   const Matrix X = fx().matrix("rope.X");
   Matrix Y = X;
-  rope_forward(Y, c[0], c[1]);
+  {
+    INFO("rope_forward(X " << shape_str(X) << ", batch " << c[0] << ", n_heads " << c[1] << ")");
+    rope_forward(Y, c[0], c[1]);
+  }
   const int64_t d = X.cols() / 3;
   const std::string call = fmt::format("rope_forward(X {}, batch {}, n_heads {}) (d_k {})", shape_str(X), c[0], c[1],
                                        d / c[1]);
@@ -121,7 +124,10 @@ TEST_CASE("rope_backward: matches PyTorch autograd, and dV passes unchanged", "[
   const std::vector<int64_t> c = fx().i64("rope.config");
   const Matrix dY = fx().matrix("rope.dY");
   Matrix dX = dY;
-  rope_backward(dX, c[0], c[1]);
+  {
+    INFO("rope_backward(dY " << shape_str(dY) << ", batch " << c[0] << ", n_heads " << c[1] << ")");
+    rope_backward(dX, c[0], c[1]);
+  }
   const int64_t d = dY.cols() / 3;
   const std::string call = fmt::format("rope_backward(dY {}, batch {}, n_heads {}) (d_k {})", shape_str(dY), c[0],
                                        c[1], d / c[1]);
@@ -136,7 +142,10 @@ TEST_CASE("rope_backward undoes rope_forward, and both keep every pair's length"
   const int64_t batch = 3, seq = 41, heads = 4, d_k = 8, d = heads * d_k;
   const Matrix X = random_matrix(gen, batch * seq, 3 * d);
   Matrix Y = X;
-  rope_forward(Y, batch, heads);
+  {
+    INFO("rope_forward(X (123, 96) from random_matrix, batch 3, seq 41, n_heads 4, d_k 8)");
+    rope_forward(Y, batch, heads);
+  }
   double moved = 0.0, length_error = 0.0;
   for (int64_t r = 0; r < Y.rows(); ++r)
     for (int64_t j = 0; j < 2 * d; j += 2) {
@@ -159,7 +168,10 @@ TEST_CASE("rope_backward undoes rope_forward, and both keep every pair's length"
                      dims, length_error));
     CHECK(length_error < 1e-6);
   }
-  rope_backward(Y, batch, heads);
+  {
+    INFO("rope_backward(rope_forward(X) (123, 96), batch 3, seq 41, n_heads 4, d_k 8)");
+    rope_backward(Y, batch, heads);
+  }
   require_close(fmt::format("rope_backward(rope_forward(X)) against X ({})", dims), Y, X, kElementwise);
 }
 
@@ -177,7 +189,10 @@ TEST_CASE("rope_forward: the score of q at position p and k at p + k depends onl
     QKV.block(p, 0, 1, d_k) = q;
     QKV.block(p, d_k, 1, d_k) = k;
   }
-  rope_forward(QKV, 1, 1);
+  {
+    INFO("rope_forward(QKV (64, 48): one q and one k on every row, batch 1, n_heads 1, d_k 16)");
+    rope_forward(QKV, 1, 1);
+  }
   auto score = [&](int64_t i, int64_t j) {
     double s = 0.0;
     for (int64_t c = 0; c < d_k; ++c) s += double(QKV(i, c)) * double(QKV(j, d_k + c));
@@ -213,7 +228,10 @@ TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not sp
           "[ch07][rope_forward]") {
   Matrix QKV = Matrix::Ones(10, 3 * 6);  // d_model 6
   try {
-    rope_forward(QKV, 2, 2);  // d_k = 3
+    {
+      INFO("rope_forward(QKV (10, 18), batch 2, n_heads 2): d_k 3 is odd");
+      rope_forward(QKV, 2, 2);  // d_k = 3
+    }
     FAIL("rope_forward accepted d_k = 3");
   } catch (const std::invalid_argument& e) {
     INFO(e.what());
@@ -235,7 +253,10 @@ TEST_CASE("rope_forward and rope_backward refuse an odd d_k, rows that do not sp
   }
   require_close("QKV (10, 18) after refused rope_forward/rope_backward calls (left alone)", QKV,
                 Matrix::Ones(10, 3 * 6), kBitExact);  // a refused call leaves its input alone
-  rope_forward(QKV, 2, 3);  // d_k = 2: one pair per head, accepted
+  {
+    INFO("rope_forward(QKV (10, 18) of ones, batch 2, n_heads 3) (d_k 2), to be accepted");
+    rope_forward(QKV, 2, 3);  // d_k = 2: one pair per head, accepted
+  }
   INFO("rope_forward(QKV (10, 18) of ones, batch 2, n_heads 3) (d_k 2): QKV[9, 0] (position 4) should have turned");
   CHECK(QKV(9, 0) != 1.0f);
 

@@ -167,7 +167,10 @@ TEST_CASE("layernorm_backward: matches PyTorch autograd", "[ch07][layernorm_back
   LayerNorm grad = make_layernorm(ln.d());
   grad.gamma.setConstant(std::numeric_limits<float>::quiet_NaN());
   grad.beta.setConstant(std::numeric_limits<float>::quiet_NaN());
-  layernorm_backward(fx().matrix("ln.dY"), cache, ln, dX, grad);
+  {
+    INFO("layernorm_backward(dY, " + shapes + ") after layernorm_forward");
+    layernorm_backward(fx().matrix("ln.dY"), cache, ln, dX, grad);
+  }
   // dX sums d products of order 1 and subtracts two means: float32
   // rounding of a few 1e-7, well inside kFloat32.
   require_close("layernorm_backward(" + shapes + "): dX", dX, fx().matrix("ln.dX"), kFloat32);
@@ -194,7 +197,10 @@ TEST_CASE("layernorm_backward: agrees with central finite differences", "[ch07][
   loss();
   Matrix dX = nan_matrix(rows, d);
   LayerNorm grad = make_layernorm(d);
-  layernorm_backward(R, cache, ln, dX, grad);
+  {
+    INFO("layernorm_backward(dY (4, 6) from randn, X (4, 6) from randn * 1.5)");
+    layernorm_backward(R, cache, ln, dX, grad);
+  }
 
   require_gradient("layernorm_backward(X (4, 6)) dX", dX.data(), numeric_gradient(X.data(), X.size(), loss),
                    matrix_entries(X.cols()));
@@ -225,7 +231,10 @@ TEST_CASE("layernorm_backward: dY, dX or grad of the wrong shape are refused", "
   CHECK_REFUSES("layernorm_backward(dY (3, 4), grad of a LayerNorm of 6 features): the layer has 4",
                 layernorm_backward(dY, cache, ln, dX, wrong_grad), std::invalid_argument);
   // And the right shapes go through.
-  CHECK_NOTHROW(layernorm_backward(dY, cache, ln, dX, grad));
+  {
+    INFO("layernorm_backward(dY (3, 4), dX (3, 4), grad of 4 features): every shape right");
+    CHECK_NOTHROW(layernorm_backward(dY, cache, ln, dX, grad));
+  }
 }
 
 // ===========================================================================
@@ -254,7 +263,10 @@ TEST_CASE("attention_backward: QKV, P, dO, dP or dQKV of the wrong shape are ref
                 attention_backward(QKV, P, dO, batch, heads, bad_dP, dQKV), std::invalid_argument);
   CHECK_REFUSES("attention_backward(QKV (6, 12), dQKV (6, 9), batch 2, n_heads 2): dQKV must be QKV's shape",
                 attention_backward(QKV, P, dO, batch, heads, dP, bad_dQKV), std::invalid_argument);
-  CHECK_NOTHROW(attention_backward(QKV, P, dO, batch, heads, dP, dQKV));
+  {
+    INFO("attention_backward(QKV (6, 12), P (12, 3), dO (6, 4), batch 2, n_heads 2): every shape right");
+    CHECK_NOTHROW(attention_backward(QKV, P, dO, batch, heads, dP, dQKV));
+  }
 }
 
 TEST_CASE("attention_backward: matches PyTorch autograd (causal, 2 heads, batch 2)", "[ch07][attention_backward]") {
@@ -268,7 +280,10 @@ TEST_CASE("attention_backward: matches PyTorch autograd (causal, 2 heads, batch 
   require_close("attention_forward(" + dims + "): output", O, fx().matrix("att.O"), kFloat32);
 
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
-  attention_backward(QKV, P, fx().matrix("att.dO"), batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(" + dims + ")");
+    attention_backward(QKV, P, fx().matrix("att.dO"), batch, heads, dP, dQKV);
+  }
   require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("att.dQKV"), kFloat32,
                 [&](int64_t i, int64_t j) { return packed_qkv_entry(i, j, seq, heads, d); });
 }
@@ -288,7 +303,10 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   };
   loss();
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
-  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 3, n_heads 2, seq 4, d_k 3, causal)");
+    attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  }
   require_gradient("attention_backward(batch 3, n_heads 2, seq 4, d_k 3, causal) dQKV", dQKV.data(),
                    numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
@@ -298,7 +316,10 @@ TEST_CASE("attention_backward: agrees with central finite differences", "[ch07][
   Matrix R0 = Matrix::Zero(batch * seq, d);
   R0.row(0) = R.row(0);
   loss();
-  attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 3, n_heads 2, seq 4, d_k 3, causal), a gradient on query 0's output only");
+    attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
+  }
   {
     INFO("attention_backward(batch " << batch << ", n_heads " << heads << ", seq " << seq << ", d_k " << d / heads
                                      << "), causal mask, a gradient on query 0's output only: largest |dK|, |dV| of "
@@ -325,7 +346,10 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   };
   loss();
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
-  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 2, n_heads 3, seq 5, d_k 2, no mask)");
+    attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  }
   require_gradient("attention_backward(batch 2, n_heads 3, seq 5, d_k 2, no mask) dQKV", dQKV.data(),
                    numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
@@ -334,7 +358,10 @@ TEST_CASE("attention_backward: without a mask (bidirectional), agrees with finit
   Matrix R0 = Matrix::Zero(batch * seq, d);
   R0.row(0) = R.row(0);
   loss();
-  attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 2, n_heads 3, seq 5, d_k 2, no mask), a gradient on query 0's output only");
+    attention_backward(QKV, P, R0, batch, heads, dP, dQKV);
+  }
   INFO("attention_backward(batch " << batch << ", n_heads " << heads << ", seq " << seq << ", d_k " << d / heads
                                    << "), no mask, a gradient on query 0's output only: largest |dK|, |dV| of the last "
                                       "token (must not be 0) and largest |dQKV| of the other sequence (must be 0)");
@@ -362,14 +389,20 @@ TEST_CASE("attention_backward: 37 sequences, a query allowed no key, odd sizes: 
   // between calls holds numbers everywhere: an entry the masked pass below
   // forgets to write would show.
   attention_forward(QKV, batch, heads, Mask::Constant(seq, seq, true), scores, P, O);
-  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 37, n_heads 3, seq 5, d_k 2, no mask), the first pass");
+    attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  }
   auto loss = [&] {
     attention_forward(QKV, batch, heads, mask, scores, P, O);
     return weighted_sum(R, O);
   };
   loss();
   dQKV = nan_matrix(QKV.rows(), QKV.cols());
-  attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 37, n_heads 3, seq 5, d_k 2, mask with an empty row)");
+    attention_backward(QKV, P, R, batch, heads, dP, dQKV);
+  }
   require_gradient("attention_backward(batch 37, n_heads 3, seq 5, d_k 2, mask with an empty row) dQKV", dQKV.data(),
                    numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 
@@ -463,8 +496,14 @@ TEST_CASE("model: the attention the model trains with (every sequence at once) c
           // Your attention_backward, fed by either forward, gives the same dQKV.
           const Matrix dO = gen.randn(batch * seq, d);
           Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols()), dQKV_l = dQKV;
-          attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &drop);
-          attention_backward(QKV, P_l, dO, batch, heads, dP, dQKV_l, &drop_l);
+          {
+            INFO("attention_backward(" + what + ") after attention_forward");
+            attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &drop);
+          }
+          {
+            INFO("attention_backward(" + what + ") after attention_forward_lanes");
+            attention_backward(QKV, P_l, dO, batch, heads, dP, dQKV_l, &drop_l);
+          }
           require_close("attention_backward(" + what + ") dQKV after the lanes forward vs after the plain one", dQKV_l,
                         dQKV, kFloat32);
         }
@@ -497,7 +536,10 @@ TEST_CASE("attention_backward: runs after a finite forward, and a NaN or infinit
   Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d);
   Matrix dP(P.rows(), P.cols()), dQKV = nan_matrix(QKV.rows(), QKV.cols());
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O);
-  attention_backward(QKV, P, gen.randn(batch * seq, d), batch, heads, dP, dQKV);
+  {
+    INFO("attention_backward(batch 20, n_heads 2, seq 4, d_k 2, causal)");
+    attention_backward(QKV, P, gen.randn(batch * seq, d), batch, heads, dP, dQKV);
+  }
   {
     INFO("attention_backward(batch 20, n_heads 2, seq 4, d_k 2) after a finite forward: dQKV must be finite "
          "everywhere (it starts as NaN)");
@@ -536,7 +578,10 @@ TEST_CASE("cross_entropy_backward: matches PyTorch, ignored rows included", "[ch
   }
 
   Matrix dlogits = nan_matrix(logits.rows(), logits.cols());
-  cross_entropy_backward(probs, targets, dlogits);
+  {
+    INFO("cross_entropy_backward(probs " << shape_str(probs) << ", " << targets.size() << " targets, rows 1 and 4 ignored)");
+    cross_entropy_backward(probs, targets, dlogits);
+  }
   require_close(fmt::format("cross_entropy_backward(probs {}, {} targets)", shape_str(probs), targets.size()), dlogits,
                 fx().matrix("ce.dlogits"), kFloat32);
   // An ignored row never reached the loss: its gradient is exactly zero.
@@ -556,7 +601,10 @@ TEST_CASE("cross_entropy_backward: agrees with central finite differences", "[ch
   auto loss = [&] { return double(cross_entropy_forward(logits, targets, probs)); };
   loss();
   Matrix dlogits = nan_matrix(7, 5);
-  cross_entropy_backward(probs, targets, dlogits);
+  {
+    INFO("cross_entropy_backward(probs (7, 5), targets {4, ignored, 0, 2, 2, ignored, 1})");
+    cross_entropy_backward(probs, targets, dlogits);
+  }
   require_gradient("cross_entropy_backward(probs (7, 5)) dlogits", dlogits.data(),
                    numeric_gradient(logits.data(), logits.size(), loss), matrix_entries(logits.cols()));
   // Every counted row's gradient sums to 0: probabilities sum to 1, and so
@@ -595,7 +643,10 @@ TEST_CASE("adam_step: three steps match torch.optim.Adam", "[ch07][adam_step]") 
   cfg.lr = 0.01;  // the fixture's; betas and eps are the defaults
   for (int t = 1; t <= 3; ++t) {
     const std::vector<float>& g = fx().f32(fmt::format("adam.g{}", t));
-    adam_step(p, g, m, v, t, cfg);
+    {
+      INFO("adam_step(" << p.size() << " parameters, step t = " << t << " of 3, lr 0.01)");
+      adam_step(p, g, m, v, t, cfg);
+    }
     // One element-wise formula of a few float operations; PyTorch fuses
     // some of them (multiply-add), so the last bits may differ.
     require_close(fmt::format("parameters after step {}", t), p, fx().f32(fmt::format("adam.p{}", t)),
@@ -611,7 +662,10 @@ TEST_CASE("adam_step: the first step moves every weight by lr against its gradie
   const std::vector<float> g{1e-3f, -40.0f, 0.0f, 2.5f, 1e-7f};
   std::vector<float> m(5, 0.0f), v(5, 0.0f);
   AdamConfig cfg;  // lr 3e-4
-  adam_step(p, g, m, v, 1, cfg);
+  {
+    INFO("adam_step(p = (1, -2, 0.5, 3, 1), g = (1e-3, -40, 0, 2.5, 1e-7), t = 1, lr 3e-4)");
+    adam_step(p, g, m, v, 1, cfg);
+  }
   // The moves are 3e-4 on values of order 1: print 9 digits, or a wrong
   // move would read as two equal numbers. Relative 1e-6 is float32's
   // resolution at these values (about 6e-8) with room to spare, and 300
@@ -845,7 +899,10 @@ TEST_CASE("attention_backward: with dropout p = 0.25 on the weights, matches PyT
   }
 
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
-  attention_backward(QKV, P, fx().matrix("attd.dO"), batch, heads, dP, dQKV, &dropout);
+  {
+    INFO("attention_backward(" + dims + ")");
+    attention_backward(QKV, P, fx().matrix("attd.dO"), batch, heads, dP, dQKV, &dropout);
+  }
   require_close("attention_backward(" + dims + "): dQKV", dQKV, fx().matrix("attd.dQKV"), kFloat32,
                 [&](int64_t i, int64_t j) { return packed_qkv_entry(i, j, seq, heads, d); });
 }
@@ -877,7 +934,10 @@ TEST_CASE("attention_backward: with dropout, agrees with finite differences (mas
   INFO(fmt::format("{} of {} weights dropped by Generator(703) at p = 0.4", dropped, dropout.keep.size()));
   REQUIRE(dropped > 10);
   Matrix dQKV = nan_matrix(QKV.rows(), QKV.cols()), dP(P.rows(), P.cols());
-  attention_backward(QKV, P, R, batch, heads, dP, dQKV, &dropout);
+  {
+    INFO("attention_backward(batch 2, n_heads 2, seq 4, d_k 3, causal, dropout p = 0.4)");
+    attention_backward(QKV, P, R, batch, heads, dP, dQKV, &dropout);
+  }
   require_gradient("attention_backward(batch 2, n_heads 2, seq 4, d_k 3, causal, dropout p = 0.4) dQKV", dQKV.data(),
                    numeric_gradient(QKV.data(), QKV.size(), loss), packed_qkv_names(seq, heads, d));
 }
@@ -891,13 +951,19 @@ TEST_CASE("attention_backward: p = 0 is no dropout, bit for bit, and bad dropout
   Matrix scores(batch * heads * seq, seq), P(batch * heads * seq, seq), O(batch * seq, d), O0 = O;
   Matrix dP(P.rows(), P.cols()), dQKV(QKV.rows(), QKV.cols()), dQKV0 = dQKV;
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O0);
-  attention_backward(QKV, P, dO, batch, heads, dP, dQKV0);
+  {
+    INFO("attention_backward(batch 2, n_heads 2, seq 3, d_k 2, causal, no dropout)");
+    attention_backward(QKV, P, dO, batch, heads, dP, dQKV0);
+  }
   Generator draws(1);
   AttentionDropout off;
   off.p = 0.0;
   off.gen = &draws;
   attention_forward(QKV, batch, heads, causal_mask(seq), scores, P, O, &off);
-  attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &off);
+  {
+    INFO("attention_backward(batch 2, n_heads 2, seq 3, d_k 2, causal, dropout p = 0)");
+    attention_backward(QKV, P, dO, batch, heads, dP, dQKV, &off);
+  }
   require_close("attention_forward(batch 2, n_heads 2, seq 3, d_k 2) output with dropout p = 0 vs none", O, O0,
                 kBitExact);
   require_close("attention_backward(batch 2, n_heads 2, seq 3, d_k 2) dQKV with dropout p = 0 vs none", dQKV, dQKV0,

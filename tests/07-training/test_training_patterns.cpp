@@ -69,19 +69,26 @@ void check_class(const std::string& call, const PatternStats& s, PatternClass ex
 TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-derived heads",
           "[ch07][attention_pattern]") {
   SECTION("attending to itself: entropy 0, everything else 1") {
+    INFO("attention_pattern(identity (4, 4), window 3)");  // (a crash inside names its input)
     check_stats("attention_pattern(identity (4, 4), window 3)", attention_pattern(Matrix::Identity(4, 4)), 0.0, 1.0,
                 1.0, 1.0);
   }
   SECTION("uniform over 4 keys: entropy ln 4; a window of 1 clips at both ends") {
-    check_stats("attention_pattern(uniform (4, 4), window 3)", attention_pattern(uniform(4, 4), 3), std::log(4.0), 0.25,
-                0.25, 1.0);
+    {
+      INFO("attention_pattern(uniform (4, 4), window 3)");
+      check_stats("attention_pattern(uniform (4, 4), window 3)", attention_pattern(uniform(4, 4), 3), std::log(4.0),
+                  0.25, 0.25, 1.0);
+    }
     // Rows 0 and 3 see 2 keys of the band, rows 1 and 2 see 3: (2 + 3 + 3 + 2) / 4 / 4.
     INFO("attention_pattern(uniform (4, 4), window 1).local");
     CHECK(attention_pattern(uniform(4, 4), 1).local == Approx(0.625).margin(kMargin));
   }
   SECTION("the previous token: one-hot rows, only row 0 on the diagonal") {
-    check_stats("attention_pattern(previous token (6, 6), window 1)", attention_pattern(previous_token(6), 1), 0.0,
-                1.0, 1.0 / 6.0, 1.0);
+    {
+      INFO("attention_pattern(previous token (6, 6), window 1)");
+      check_stats("attention_pattern(previous token (6, 6), window 1)", attention_pattern(previous_token(6), 1), 0.0,
+                  1.0, 1.0 / 6.0, 1.0);
+    }
     // A window of 0 is the diagonal itself.
     INFO("attention_pattern(previous token (6, 6), window 0).local");
     CHECK(attention_pattern(previous_token(6), 0).local == Approx(1.0 / 6.0).margin(kMargin));
@@ -90,11 +97,13 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
     Matrix P = Matrix::Zero(8, 8);
     P.col(0).setOnes();
     // Rows 0..3 have key 0 in their band, rows 4..7 do not: local 4/8.
+    INFO("attention_pattern(all on key 0 (8, 8), window 3)");
     check_stats("attention_pattern(all on key 0 (8, 8), window 3)", attention_pattern(P, 3), 0.0, 1.0, 1.0 / 8.0, 0.5);
   }
   SECTION("half on the first key, half on the last: entropy ln 2") {
     // Every row has exactly one of the two ends within 3 positions; rows 0
     // and 7 have half their weight on the diagonal: (0.5 + 0.5) / 8.
+    INFO("attention_pattern(half on the first and last key (8, 8), window 3)");
     check_stats("attention_pattern(half on the first and last key (8, 8), window 3)", attention_pattern(two_ends(8), 3),
                 std::log(2.0), 0.5, 0.125, 0.5);
   }
@@ -105,6 +114,7 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
     const double h0 = -(0.5 * std::log(0.5) + 2 * 0.25 * std::log(0.25));
     const double h1 = -(2 * double(0.2f) * std::log(double(0.2f)) + double(0.6f) * std::log(double(0.6f)));
     // window 1: row 0 keeps keys 0..1 (0.75), row 1 keys 0..2 (1.0).
+    INFO("attention_pattern(P (2, 3), window 1)");
     check_stats("attention_pattern(P (2, 3), window 1)", attention_pattern(P, 1), (h0 + h1) / 2,
                 (0.5 + double(0.6f)) / 2, (0.5 + double(0.6f)) / 2, 0.875);
   }
@@ -116,6 +126,7 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
     auto h = [](double a, double b) { return -(a * std::log(a) + b * std::log(b)); };
     const double a = 0.8f, b = 0.2f, c = 0.3f, d = 0.7f;
     // window 0: rows 0 and 1 keep their diagonal entry, row 2 has no key 2.
+    INFO("attention_pattern(P (3, 2), window 0)");
     check_stats("attention_pattern(P (3, 2), window 0)", attention_pattern(P, 0),
                 (h(a, b) + h(c, d) + std::log(2.0)) / 3, (a + d + 0.5) / 3, (a + d) / 2, (a + d) / 3);
   }
@@ -128,17 +139,32 @@ TEST_CASE("attention_pattern: entropy, focus, diagonal and local focus of hand-d
 
 TEST_CASE("attention_pattern: the classes, and what the absolute thresholds do on short inputs",
           "[ch07][attention_pattern]") {
-  check_class("identity (5, 5), window 3", attention_pattern(Matrix::Identity(5, 5)), PatternClass::SelfFocused);
+  {
+    INFO("attention_pattern(identity (5, 5), window 3)");
+    check_class("identity (5, 5), window 3", attention_pattern(Matrix::Identity(5, 5)), PatternClass::SelfFocused);
+  }
   // One-hot on the neighbour: local with a window of 1; with a window of 0
   // it is no longer local but still concentrated (focus 1, entropy 0).
-  check_class("previous token (6, 6), window 1", attention_pattern(previous_token(6), 1), PatternClass::LocallyFocused);
-  check_class("previous token (6, 6), window 0", attention_pattern(previous_token(6), 0), PatternClass::Concentrated);
+  {
+    INFO("attention_pattern(previous token (6, 6), window 1)");
+    check_class("previous token (6, 6), window 1", attention_pattern(previous_token(6), 1), PatternClass::LocallyFocused);
+  }
+  {
+    INFO("attention_pattern(previous token (6, 6), window 0)");
+    check_class("previous token (6, 6), window 0", attention_pattern(previous_token(6), 0), PatternClass::Concentrated);
+  }
   // Focus exactly 0.5 is not "> 0.5": the two-ended head is mixed.
-  check_class("half on the first and last key (8, 8), window 3", attention_pattern(two_ends(8), 3),
-              PatternClass::Mixed);
+  {
+    INFO("attention_pattern(half on the first and last key (8, 8), window 3)");
+    check_class("half on the first and last key (8, 8), window 3", attention_pattern(two_ends(8), 3),
+                PatternClass::Mixed);
+  }
   // Uniform over 10 keys: entropy ln 10 = 2.30 > 2, and a window of 3
   // keeps only 0.58 of the weight: distributed.
-  const PatternStats wide = attention_pattern(uniform(10, 10), 3);
+  const PatternStats wide = [&] {
+    INFO("attention_pattern(uniform (10, 10), window 3)");
+    return attention_pattern(uniform(10, 10), 3);
+  }();
   {
     INFO("attention_pattern(uniform (10, 10), window 3).local");
     CHECK(wide.local == Approx(0.58).margin(kMargin));
@@ -147,12 +173,18 @@ TEST_CASE("attention_pattern: the classes, and what the absolute thresholds do o
   // The trap the chapter shows: over 6 tokens a window of 3 holds
   // (4 + 5 + 6 + 6 + 5 + 4) / 36 = 0.83 of a uniform head's weight, so a
   // head that learned nothing is "locally focused"; a window of 1 says mixed.
-  const PatternStats short_uniform = attention_pattern(uniform(6, 6), 3);
+  const PatternStats short_uniform = [&] {
+    INFO("attention_pattern(uniform (6, 6), window 3)");
+    return attention_pattern(uniform(6, 6), 3);
+  }();
   {
     INFO("attention_pattern(uniform (6, 6), window 3).local");
     CHECK(short_uniform.local == Approx(30.0 / 36.0).margin(kMargin));
   }
   check_class("uniform (6, 6), window 3", short_uniform, PatternClass::LocallyFocused);
-  check_class("uniform (6, 6), window 1", attention_pattern(uniform(6, 6), 1), PatternClass::Mixed);
+  {
+    INFO("attention_pattern(uniform (6, 6), window 1)");
+    check_class("uniform (6, 6), window 1", attention_pattern(uniform(6, 6), 1), PatternClass::Mixed);
+  }
   CHECK(pattern_name(PatternClass::LocallyFocused) == "locally focused");
 }
