@@ -49,7 +49,10 @@ std::vector<std::vector<float>> clip_inputs() {
 TEST_CASE("clip_grad_norm: above max_norm, every tensor is scaled by one factor, as clip_grad_norm_",
           "[ch09][clip_grad_norm]") {
   auto g = clip_inputs();
-  const double total = clip_grad_norm(spans(g), 1.0);
+  const double total = [&] {
+    INFO("clip_grad_norm(clip.g0 (3, 4), g1 (5), g2 (2, 3, 2); max_norm 1)");  // (a crash inside names its input)
+    return clip_grad_norm(spans(g), 1.0);
+  }();
   check_close("clip_grad_norm(clip.g0 (3, 4), g1 (5), g2 (2, 3, 2); max_norm 1): the returned norm", total,
               fx().f32("clip.clipped.total")[0], kFloat32);
   for (int k = 0; k < 3; ++k)
@@ -64,7 +67,10 @@ TEST_CASE("clip_grad_norm: above max_norm, every tensor is scaled by one factor,
 TEST_CASE("clip_grad_norm: at or below max_norm, the gradients are left exactly as they are", "[ch09][clip_grad_norm]") {
   auto g = clip_inputs();
   const auto before = g;
-  const double total = clip_grad_norm(spans(g), 100.0);
+  const double total = [&] {
+    INFO("clip_grad_norm(clip.g0 (3, 4), g1 (5), g2 (2, 3, 2); max_norm 100)");
+    return clip_grad_norm(spans(g), 100.0);
+  }();
   check_close("clip_grad_norm(clip.g0, g1, g2; max_norm 100): the returned norm", total,
               fx().f32("clip.unclipped.total")[0], kFloat32);
   for (int k = 0; k < 3; ++k)
@@ -75,7 +81,10 @@ TEST_CASE("clip_grad_norm: at or below max_norm, the gradients are left exactly 
 TEST_CASE("clip_grad_norm: norms 5 and 12 make 13, and both tensors are divided by 13", "[ch09][clip_grad_norm]") {
   // Clipping one by one would divide (3, 0, 4) by 5 and (0, 12) by 12.
   std::vector<std::vector<float>> g = {{3, 0, 4}, {0, 12}};
-  const double total = clip_grad_norm(spans(g), 1.0);
+  const double total = [&] {
+    INFO("clip_grad_norm((3, 0, 4), (0, 12); max_norm 1)");
+    return clip_grad_norm(spans(g), 1.0);
+  }();
   check_close("clip_grad_norm((3, 0, 4), (0, 12); max_norm 1): the norm", total, 13.0, kElementwise);
   const double f = 1.0 / (13.0 + 1e-6);
   check_close("(3, 0, 4)[0] after clipping", g[0][0], 3 * f, kElementwise);
@@ -97,7 +106,10 @@ TEST_CASE("clip_grad_norm: the factor is max_norm / (norm + 1e-6), also for a sm
     const double norm = std::sqrt(double(g[0][0]) * g[0][0] + double(g[1][0]) * g[1][0]);  // 5e-4
     const double factor = std::min(max_norm / (norm + 1e-6), 1.0);
     const std::string call = fmt::format("clip_grad_norm((3e-4, 0), (4e-4); max_norm {:g})", max_norm);
-    const double total = clip_grad_norm(spans(g), max_norm);
+    const double total = [&] {
+      INFO(call);
+      return clip_grad_norm(spans(g), max_norm);
+    }();
     check_close(call + ": the norm", total, norm, kRelative);
     check_close(fmt::format("(3e-4, 0)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[0][0],
                 3e-4f * factor, kRelative);
@@ -114,7 +126,11 @@ TEST_CASE("clip_grad_norm: the factor is max_norm / (norm + 1e-6), also for a sm
     std::vector<std::vector<float>> g = {{3.0f / 4096, 0.0f}, {4.0f / 4096}};
     const double factor = max_norm / (max_norm + 1e-6);
     const std::string call = "clip_grad_norm((3/4096, 0), (4/4096); max_norm 5/4096, exactly their norm)";
-    check_close(call + ": the norm", clip_grad_norm(spans(g), max_norm), max_norm, kRelative);
+    const double total = [&] {
+      INFO(call);
+      return clip_grad_norm(spans(g), max_norm);
+    }();
+    check_close(call + ": the norm", total, max_norm, kRelative);
     check_close(fmt::format("(3/4096, 0)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[0][0],
                 3.0 / 4096 * factor, kRelative);
     check_close(fmt::format("(4/4096)[0] after {}, times max_norm / (norm + 1e-6) = {:.7f}", call, factor), g[1][0],
@@ -124,9 +140,13 @@ TEST_CASE("clip_grad_norm: the factor is max_norm / (norm + 1e-6), also for a sm
 
 TEST_CASE("clip_grad_norm: gradients of zeros stay zeros, and no tensor at all has norm 0", "[ch09][clip_grad_norm]") {
   std::vector<std::vector<float>> g = {{0, 0}, {0}};
-  check_close("clip_grad_norm((0, 0), (0); max_norm 1)", clip_grad_norm(spans(g), 1.0), 0.0, kBitExact);
+  {
+    INFO("clip_grad_norm((0, 0), (0); max_norm 1)");
+    check_close("clip_grad_norm((0, 0), (0); max_norm 1)", clip_grad_norm(spans(g), 1.0), 0.0, kBitExact);
+  }
   check_close("(0, 0)[1] after clipping", g[0][1], 0.0, kBitExact);
   std::vector<std::vector<float>> none;
+  INFO("clip_grad_norm of no tensors (max_norm 1)");
   check_close("clip_grad_norm of no tensors", clip_grad_norm(spans(none), 1.0), 0.0, kBitExact);
 }
 
@@ -183,8 +203,14 @@ TEST_CASE("adamw_step: five steps of torch.optim.AdamW, a decayed matrix and an 
     AdamWConfig no_decay = c.cfg;
     no_decay.weight_decay = 0;  // the bias's parameter group
     for (int t = 1; t <= 5; ++t) {
-      adamw_step(W, fx().f32(fmt::format("adamw.{}.gW{}", c.name, t)), mW, vW, t, c.cfg);
-      adamw_step(b, fx().f32(fmt::format("adamw.{}.gb{}", c.name, t)), mb, vb, t, no_decay);
+      {
+        INFO(fmt::format("adamw_step(W (4, 5), step {} of 5, {})", t, describe(c.cfg, c.cfg.weight_decay)));
+        adamw_step(W, fx().f32(fmt::format("adamw.{}.gW{}", c.name, t)), mW, vW, t, c.cfg);
+      }
+      {
+        INFO(fmt::format("adamw_step(b, step {} of 5, {})", t, describe(no_decay, 0.0)));
+        adamw_step(b, fx().f32(fmt::format("adamw.{}.gb{}", c.name, t)), mb, vb, t, no_decay);
+      }
       // As (4, 5) matrices, so that a failure names the entry [row, column].
       const std::vector<float>& W_t = fx().f32(fmt::format("adamw.{}.W{}", c.name, t));
       require_close(fmt::format("W (4, 5) after step {} of adamw_step ({})", t, describe(c.cfg, c.cfg.weight_decay)),
@@ -202,7 +228,10 @@ TEST_CASE("adamw_step: a weight with gradient 0 only decays, by exactly (1 - lr 
   cfg.lr = 0.1;
   cfg.weight_decay = 0.5;
   std::vector<float> p = {2.0f, -4.0f}, g = {0.0f, 0.0f}, m(2, 0.0f), v(2, 0.0f);
-  adamw_step(p, g, m, v, 1, cfg);
+  {
+    INFO("adamw_step(p = (2, -4), g = (0, 0), t = 1, lr 0.1, weight_decay 0.5)");
+    adamw_step(p, g, m, v, 1, cfg);
+  }
   check_close("p[0] = 2 after one step with g = 0, lr 0.1, weight_decay 0.5", p[0], 2.0 * 0.95, kElementwise);
   check_close("p[1] = -4 after one step with g = 0, lr 0.1, weight_decay 0.5", p[1], -4.0 * 0.95, kElementwise);
   check_close("m[0] after a step with g = 0: the decay never enters the moments", m[0], 0.0, kBitExact);
@@ -216,7 +245,10 @@ TEST_CASE("adamw_step: weight_decay 0 is chapter 7's adam_step", "[ch09][adamw_s
   std::vector<float> m1(4, 0), v1(4, 0), m2(4, 0), v2(4, 0);
   AdamWConfig w{1e-2, 0.9, 0.999, 1e-8, 0.0};
   for (int t = 1; t <= 3; ++t) {
-    adamw_step(p1, g, m1, v1, t, w);
+    {
+      INFO("adamw_step(p = (0.5, -1, 2, 1), g = (0.1, -0.3, 0.02, 1e-7), step " << t << " of 3, lr 1e-2, weight_decay 0)");
+      adamw_step(p1, g, m1, v1, t, w);
+    }
     adam_step(p2, g, m2, v2, t, AdamConfig{1e-2, 0.9, 0.999, 1e-8});
   }
   require_close("adamw_step with weight_decay 0, three steps, against adam_step", p1, p2, kElementwise);

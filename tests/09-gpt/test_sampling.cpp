@@ -68,8 +68,12 @@ TEST_CASE("sampling_probs: top-k keeps every logit tied with the k-th largest", 
   // three times, so three tokens stay (nanoGPT: logits < v[-1] are hidden);
   // with k = 4 the 4th largest is 2: four tokens stay.
   const RowVector tied = row(fx().matrix("probs.tied.logits"));
-  require_close("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 2)", Matrix(sampling_probs(tied, 1.0, 2)),
-                fx().matrix("probs.tied.k2"), kFloat32);
+  {
+    INFO("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 2)");  // (a crash inside names its input)
+    require_close("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 2)",
+                  Matrix(sampling_probs(tied, 1.0, 2)), fx().matrix("probs.tied.k2"), kFloat32);
+  }
+  INFO("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 4)");
   require_close("sampling_probs((1, 3, 3, 2, 3, 0, -1), temperature 1, top_k 4)", Matrix(sampling_probs(tied, 1.0, 4)),
                 fx().matrix("probs.tied.k4"), kFloat32);
 }
@@ -78,12 +82,18 @@ TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and
           "[ch09][sampling_probs]") {
   RowVector logits(5);
   logits << 0.5f, 2.0f, -1.0f, 1.9f, 0.0f;
-  const RowVector p = sampling_probs(logits, 0.7, 1);
+  const RowVector p = [&] {
+    INFO("sampling_probs((0.5, 2, -1, 1.9, 0), temperature 0.7, top_k 1)");
+    return sampling_probs(logits, 0.7, 1);
+  }();
   require_shape("sampling_probs((0.5, 2, -1, 1.9, 0), 0.7, top_k 1)", Matrix(p), 1, 5);
   for (int64_t i = 0; i < 5; ++i)
     check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 0.7, top_k 1)[{}]", i), p(i), i == 1 ? 1.0 : 0.0,
                 kBitExact);
-  const RowVector p3 = sampling_probs(logits, 1.0, 3);
+  const RowVector p3 = [&] {
+    INFO("sampling_probs((0.5, 2, -1, 1.9, 0), temperature 1, top_k 3)");
+    return sampling_probs(logits, 1.0, 3);
+  }();
   require_shape("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)", Matrix(p3), 1, 5);
   for (int64_t i : {2, 4})
     check_close(fmt::format("sampling_probs((0.5, 2, -1, 1.9, 0), 1, top_k 3)[{}], outside the top 3", i), p3(i), 0.0,
@@ -93,7 +103,10 @@ TEST_CASE("sampling_probs: top_k = 1 puts all the mass on the largest logit, and
   // (nanoGPT writes -float('Inf')).
   RowVector low(2);
   low << -2e9f, -3e9f;
-  const RowVector p_low = sampling_probs(low, 1.0, 1);
+  const RowVector p_low = [&] {
+    INFO("sampling_probs((-2e9, -3e9), temperature 1, top_k 1)");
+    return sampling_probs(low, 1.0, 1);
+  }();
   for (int64_t i = 0; i < 2; ++i)
     check_close(fmt::format("sampling_probs((-2e9, -3e9), 1, top_k 1)[{}]{}", i, i == 0 ? "" : ", hidden"), p_low(i),
                 i == 0 ? 1.0 : 0.0, kBitExact);
@@ -188,7 +201,11 @@ TEST_CASE("sample_token: 200 draws from one seed are torch.multinomial's, for fo
     for (uint64_t seed : {0, 7, 42, 1234}) {
       Generator gen(seed);
       std::vector<int64_t> got;
-      for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+      {
+        INFO("sample_token(draw." << name << ".p, " << probs.size() << " entries) 200 times after Generator(" << seed
+                                  << ")");
+        for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+      }
       const std::string diff = first_difference(got, fx().i64(fmt::format("draw.{}.s{}", name, seed)));
       if (!diff.empty())
         FAIL_CHECK("sample_token(draw." << name << ".p, " << probs.size() << " entries) 200 times after Generator("
@@ -206,8 +223,11 @@ TEST_CASE("sample_token: each token takes one draw per entry, so distributions o
                   sk = row(fx().matrix("draw.skewed.p"));
   Generator gen(5);
   std::vector<int64_t> got;
-  for (int i = 0; i < 30; ++i)
-    for (const RowVector* p : {&u4, &z, &sk}) got.push_back(sample_token(*p, gen));
+  {
+    INFO("sample_token of uniform4 (4 entries), zeros (6) and skewed (5) in turn, 30 times after Generator(5)");
+    for (int i = 0; i < 30; ++i)
+      for (const RowVector* p : {&u4, &z, &sk}) got.push_back(sample_token(*p, gen));
+  }
   const std::string diff = first_difference(got, fx().i64("draw.mixed.s5"));
   if (!diff.empty()) FAIL_CHECK("90 tokens from uniform4, zeros and skewed in turn after Generator(5): " << diff);
 }
@@ -219,7 +239,10 @@ TEST_CASE("sample_token: never picks a token of probability 0, and follows the p
   int64_t ones = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
-    const int64_t t = sample_token(p, gen);
+    const int64_t t = [&] {
+      INFO("sample_token((0, 0.7, 0, 0.3)), draw " << i << " of 20000 after Generator(3)");
+      return sample_token(p, gen);
+    }();
     INFO("draw " << i << " picked token " << t << " of probability " << (t >= 0 && t < 4 ? p(t) : -1.0f));
     REQUIRE((t == 1 || t == 3));
     ones += t == 1;
@@ -232,10 +255,16 @@ TEST_CASE("sample_token: never picks a token of probability 0, and follows the p
 TEST_CASE("sampling_probs then sample_token: the characters nanoGPT's generate picks", "[ch09][sample_token]") {
   // The whole path from logits: temperature 0.8, top-k 10, then the draws.
   const RowVector logits = row(fx().matrix("probs.logits"));
-  const RowVector probs = sampling_probs(logits, 0.8, 10);
+  const RowVector probs = [&] {
+    INFO("sampling_probs(probs.logits (1, 65), temperature 0.8, top_k 10)");
+    return sampling_probs(logits, 0.8, 10);
+  }();
   Generator gen(42);
   std::vector<int64_t> got;
-  for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+  {
+    INFO("sample_token(sampling_probs(probs.logits, 0.8, 10)) 200 times after Generator(42)");
+    for (int i = 0; i < 200; ++i) got.push_back(sample_token(probs, gen));
+  }
   const std::string diff = first_difference(got, fx().i64("draw.t0.8k10.s42"));
   if (!diff.empty())
     FAIL_CHECK("sample_token(sampling_probs(probs.logits, 0.8, 10)) 200 times after Generator(42): " << diff);

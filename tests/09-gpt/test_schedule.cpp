@@ -56,7 +56,10 @@ TEST_CASE("learning_rate: equals nanoGPT's get_lr at every iteration listed, for
     const std::vector<int64_t>& its = fx().i64(fmt::format("lr.{}.it", c.name));
     const std::vector<float>& expected = fx().f32(fmt::format("lr.{}.lr", c.name));
     for (size_t i = 0; i < its.size(); ++i) {
-      const double got = learning_rate(its[i], c.s);
+      const double got = [&] {
+        INFO(fmt::format("learning_rate({}, {})", its[i], describe(c.s)));  // (a crash inside names its input)
+        return learning_rate(its[i], c.s);
+      }();
       // One failure per schedule is enough to read: stop at the first.
       if (std::abs(got - expected[i]) > kSchedule.rtol * std::abs(expected[i])) {
         check_close(fmt::format("learning_rate({}, {})", its[i], describe(c.s)), got, expected[i], kSchedule);
@@ -70,23 +73,32 @@ TEST_CASE("learning_rate: equals nanoGPT's get_lr at every iteration listed, for
 TEST_CASE("learning_rate: the warm-up starts at lr / (warmup + 1) and the cosine starts at lr",
           "[ch09][learning_rate]") {
   const LrSchedule s{1e-3, 1e-4, 100, 2000};
-  check_close("learning_rate(0, warm-up 100): the first iteration already learns", learning_rate(0, s), 1e-3 / 101,
+  // (a crash inside names its input)
+  auto lr_at = [&](int64_t it) {
+    INFO("learning_rate(" << it << ", lr 1e-3, min_lr 1e-4, warmup_iters 100, lr_decay_iters 2000)");
+    return learning_rate(it, s);
+  };
+  check_close("learning_rate(0, warm-up 100): the first iteration already learns", lr_at(0), 1e-3 / 101,
               kSchedule);
-  check_close("learning_rate(99, warm-up 100): the last of the warm-up", learning_rate(99, s), 1e-3 * 100 / 101,
+  check_close("learning_rate(99, warm-up 100): the last of the warm-up", lr_at(99), 1e-3 * 100 / 101,
               kSchedule);
-  check_close("learning_rate(100, warm-up 100): the top, where the cosine starts", learning_rate(100, s), 1e-3,
+  check_close("learning_rate(100, warm-up 100): the top, where the cosine starts", lr_at(100), 1e-3,
               kSchedule);
-  check_close("learning_rate(1050): halfway through the decay, halfway between lr and min_lr", learning_rate(1050, s),
+  check_close("learning_rate(1050): halfway through the decay, halfway between lr and min_lr", lr_at(1050),
               5.5e-4, kSchedule);
-  check_close("learning_rate(2000): the end of the decay", learning_rate(2000, s), 1e-4, kSchedule);
-  check_close("learning_rate(5000): after the decay, min_lr", learning_rate(5000, s), 1e-4, kSchedule);
+  check_close("learning_rate(2000): the end of the decay", lr_at(2000), 1e-4, kSchedule);
+  check_close("learning_rate(5000): after the decay, min_lr", lr_at(5000), 1e-4, kSchedule);
 }
 
 TEST_CASE("learning_rate: never rises after the warm-up", "[ch09][learning_rate]") {
   const LrSchedule s{1e-3, 1e-4, 100, 2000};
-  double previous = learning_rate(100, s);
+  auto lr_at = [&](int64_t it) {
+    INFO("learning_rate(" << it << ", lr 1e-3, min_lr 1e-4, warmup_iters 100, lr_decay_iters 2000)");
+    return learning_rate(it, s);
+  };
+  double previous = lr_at(100);
   for (int64_t it = 101; it <= 2100; ++it) {
-    const double lr = learning_rate(it, s);
+    const double lr = lr_at(it);
     if (!(lr <= previous))
       FAIL("learning_rate(" << it << ") = " << fmt::format("{:.9g}", lr) << " is above learning_rate(" << it - 1
                             << ") = " << fmt::format("{:.9g}", previous)

@@ -87,7 +87,10 @@ void require_refusal_names(const CharVocab& vocab, const std::string& vocab_word
 
 TEST_CASE("build_vocab: every character once, sorted by code point, as Python's sorted(set(text))",
           "[ch09][build_vocab]") {
-  const CharVocab vocab = build_vocab(kText);
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(the ch09_gpt.py text)");  // (a crash inside names its input)
+    return build_vocab(kText);
+  }();
   const std::vector<int64_t>& expected = fx().i64("tok.chars");
   std::vector<int64_t> got;
   for (char32_t c : vocab.chars) got.push_back(int64_t(c));
@@ -101,7 +104,10 @@ TEST_CASE("build_vocab: every character once, sorted by code point, as Python's 
 }
 
 TEST_CASE("build_vocab: a text of one repeated character has a vocabulary of one", "[ch09][build_vocab]") {
-  const CharVocab vocab = build_vocab("aaaa");
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(\"aaaa\")");  // (a crash inside names its input)
+    return build_vocab("aaaa");
+  }();
   INFO("build_vocab(\"aaaa\") has " << vocab.size() << " characters, expected 1");
   REQUIRE(vocab.size() == 1);
   CHECK(vocab.chars[0] == U'a');
@@ -119,8 +125,14 @@ TEST_CASE("build_vocab: an empty text, or bytes that are not UTF-8, is refused",
 }
 
 TEST_CASE("encode: the ids of a second text are Python's stoi of each character", "[ch09][encode]") {
-  const CharVocab vocab = build_vocab(kText);
-  const std::vector<int64_t> got = encode(vocab, kSecond);
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(the ch09_gpt.py text)");  // (a crash inside names its input)
+    return build_vocab(kText);
+  }();
+  const std::vector<int64_t> got = [&] {
+    INFO("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\")");
+    return encode(vocab, kSecond);
+  }();
   const std::vector<int64_t>& expected = fx().i64("tok.ids");
   if (got != expected)
     FAIL_CHECK("encode(vocab of the ch09_gpt.py text, \"the earth 😀 — naïve Été\\n\") gave "
@@ -129,9 +141,15 @@ TEST_CASE("encode: the ids of a second text are Python's stoi of each character"
 }
 
 TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[ch09][decode]") {
-  const CharVocab vocab = build_vocab(kText);
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(the ch09_gpt.py text)");  // (a crash inside names its input)
+    return build_vocab(kText);
+  }();
   for (const std::string& text : {kText, kSecond, std::string("a"), std::string("\xf0\x9f\x98\x80")}) {
-    const std::string back = decode(vocab, encode(vocab, text));
+    const std::string back = [&] {
+      INFO("decode(encode(\"" << printable(text) << "\")) with the vocabulary of the ch09_gpt.py text");
+      return decode(vocab, encode(vocab, text));
+    }();
     if (back != text)
       FAIL_CHECK("decode(encode(\"" << printable(text) << "\")) gave \"" << printable(back) << "\" (" << back.size()
                                   << " bytes, expected " << text.size() << first_difference(back, text) << ")");
@@ -142,8 +160,14 @@ TEST_CASE("decode: decode(encode(text)) gives the text back, byte for byte", "[c
 }
 
 TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
-  const CharVocab vocab = build_vocab(kText);
-  const std::string got = decode(vocab, fx().i64("tok.ids"));
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(the ch09_gpt.py text)");  // (a crash inside names its input)
+    return build_vocab(kText);
+  }();
+  const std::string got = [&] {
+    INFO("decode(vocab of the ch09_gpt.py text, tok.ids: the ids of the second text)");
+    return decode(vocab, fx().i64("tok.ids"));
+  }();
   // (printable: a line end shows as \n, a byte that is not UTF-8 as \xNN)
   if (got != kSecond)
     FAIL_CHECK("decode(tok.ids) gave \"" << printable(got) << "\", expected \"" << printable(kSecond) << "\" ("
@@ -153,7 +177,10 @@ TEST_CASE("decode: the fixture's ids spell the second text", "[ch09][decode]") {
 
 TEST_CASE("encode: a character outside the vocabulary is refused in one line naming it and its position",
           "[ch09][encode]") {
-  const CharVocab vocab = build_vocab("abc de\n");
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(\"abc de\\n\")");  // (a crash inside names its input)
+    return build_vocab("abc de\n");
+  }();
   const std::string in = "\"abc de\\n\"";
   require_refusal_names(vocab, in, "\"bad cafe\"", "bad cafe", "'f'", "the only missing character");
   require_refusal_names(vocab, in, "\"bad cafe\"", "bad cafe", "position 6", "where 'f' is");
@@ -173,14 +200,20 @@ TEST_CASE("encode: a character outside the vocabulary is refused in one line nam
 }
 
 TEST_CASE("encode: positions count characters, not bytes", "[ch09][encode]") {
-  const CharVocab vocab = build_vocab("\xc3\xa9\xe2\x80\x94 ab");  // é, —, space, a, b
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(\"é— ab\")");  // (a crash inside names its input)
+    return build_vocab("\xc3\xa9\xe2\x80\x94 ab");
+  }();  // é, —, space, a, b
   const std::string in = "\"é— ab\"", text = "\xc3\xa9\xe2\x80\x94 abz";
   require_refusal_names(vocab, in, "\"é— abz\"", text, "'z'", "the only missing character");
   require_refusal_names(vocab, in, "\"é— abz\"", text, "position 5", "'z' is character 5, byte 8");
 }
 
 TEST_CASE("encode: an empty text, or bytes that are not UTF-8, is refused", "[ch09][encode]") {
-  const CharVocab vocab = build_vocab(kText);
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(the ch09_gpt.py text)");  // (a crash inside names its input)
+    return build_vocab(kText);
+  }();
   {
     INFO("encode(vocab, \"\") gave: " << refusal([&] { encode(vocab, ""); }));
     CHECK_THROWS_AS(encode(vocab, ""), std::invalid_argument);
@@ -190,7 +223,10 @@ TEST_CASE("encode: an empty text, or bytes that are not UTF-8, is refused", "[ch
 }
 
 TEST_CASE("decode: an id outside the vocabulary is refused", "[ch09][decode]") {
-  const CharVocab vocab = build_vocab("abc");
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(\"abc\")");  // (a crash inside names its input)
+    return build_vocab("abc");
+  }();
   for (int64_t bad : {int64_t(-1), int64_t(3), int64_t(1000)}) {
     INFO("decode of ids [0, " << bad << "] with a vocabulary of 3");
     CHECK_THROWS_AS(decode(vocab, {0, bad}), std::out_of_range);
@@ -204,7 +240,10 @@ TEST_CASE("decode: the refusal of an id outside the vocabulary names the id and 
   // around them are the reader's: the message must hold the id and the
   // position as numbers of their own, chosen apart from the vocabulary's
   // size (3) and 0, which a message may also write.
-  const CharVocab vocab = build_vocab("abc");
+  const CharVocab vocab = [&] {
+    INFO("build_vocab(\"abc\")");  // (a crash inside names its input)
+    return build_vocab("abc");
+  }();
   struct Case {
     std::vector<int64_t> ids;
     const char* id;
@@ -223,6 +262,7 @@ TEST_CASE("decode: the refusal of an id outside the vocabulary names the id and 
   for (const Case& c : {Case{{0, 1, 2, 0, 1000}, "1000", "4"}, Case{{1, 1, -1}, "-1", "2"}}) {
     std::string message = "(no exception)";
     try {
+      INFO("decode(vocab of \"abc\", ids " << list(c.ids) << ")");  // (a crash inside names its input)
       decode(vocab, c.ids);
     } catch (const sa::NotImplemented&) {
       throw;
