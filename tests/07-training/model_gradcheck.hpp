@@ -117,6 +117,11 @@ inline void require_directional_derivatives(TinyTransformer& model, Generator& g
 // The whole check for a model without dropout: forward, loss, backward,
 // then require_directional_derivatives on that loss.
 inline void require_model_gradients(GradcheckModel& m, const std::string& label) {
+  // (A crash in the reader's forward or backward passes says which model.)
+  const ModelConfig& c = m.model.config();
+  INFO(fmt::format("the gradient check's model{}: vocab {}, d_model {}, n_heads {}, n_layers {}, batch {}: forward, "
+                   "loss, backward",
+                   label, c.vocab, c.d_model, c.n_heads, c.n_layers, m.batch));
   auto loss = [&] {
     m.model.forward(m.ids, m.batch);
     return double(m.model.loss(m.targets));

@@ -1021,6 +1021,9 @@ TEST_CASE("model: with attention dropout p = 0.1, two Adam steps match PyTorch, 
   for (int64_t step = 0; step < 2; ++step) {
     const std::vector<int64_t> idx{4 * step, 4 * step + 1, 4 * step + 2, 4 * step + 3};
     make_batch(data, idx, task, ids, targets);
+    INFO(fmt::format("step {} of the dropout model (p = 0.1, seed {}, vocab {}, d_model {}, n_heads {}, n_layers {}, "
+                     "batch 4): forward, loss, backward",
+                     step, c[0], cfg.vocab, cfg.d_model, cfg.n_heads, cfg.n_layers));
     const float loss = model.forward_loss(ids, 4, targets, {.p = 0.1, .gen = &gen});
     {
       INFO(fmt::format("loss of step {} with dropout p = 0.1 (seed {}, vocab {}, d_model {}, n_heads {}, n_layers {}, "
@@ -1059,6 +1062,9 @@ TEST_CASE("model: with attention dropout, every parameter's gradient agrees with
     draws = Generator(709);
     return double(model.forward_loss(ids, batch, targets, {.p = 0.3, .gen = &draws}));
   };
+  INFO(fmt::format("the gradient check's model with dropout p = 0.3: d_model {}, n_heads {}, n_layers {}, batch {}: "
+                   "forward, loss, backward",
+                   model.config().d_model, model.config().n_heads, model.config().n_layers, batch));
   const double with_dropout = loss();
   model.backward();
   CHECK(with_dropout != double(model.forward_loss(ids, batch, targets)));  // the masks did change the loss
