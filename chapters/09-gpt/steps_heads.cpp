@@ -178,9 +178,10 @@ void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures) {
                   "evenly."
                 : " No head stands out yet: after this much training they still spread their weight almost evenly.";
   else if (!stands_out)
-    text += fmt::format(" {} puts {}, but the weights are not even: a weight differs from even weights' by up "
-                        "to {:.2f}, so the heads read something else (compare the columns with the row \"even\").",
-                        one ? "The head" : "No head", criterion, off_even);
+    text += fmt::format(" {} {}, but the weights are not even: a weight differs from even weights' by up to "
+                        "{:.2f}, so {} something else (compare the columns with the row \"even\").",
+                        one ? "The head does not put" : "No head puts", criterion, off_even,
+                        one ? "it reads" : "the heads read");
   else
     text += fmt::format(" Standing out from even weights: {}{}.", standing_out.front(),
                         standing_out.size() > 1 ? ", and " + standing_out.back() : "");

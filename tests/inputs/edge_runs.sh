@@ -293,6 +293,10 @@ lacks "spread their weight almost evenly"
 # not promise two heads.
 holds "Step 12. What the trained heads read in a verse"
 lacks "What two trained heads"
+# The same with one head, which the sentence must not say puts 1.5 times the share.
+run 09-gpt --iters 30 --eval-interval 30 --eval-iters 1 --seq-len 3 --d-model 3 --n-heads 1 --n-layers 1 \
+  --batch 4 --lr 1 --gen-chars 1 --sample-chars 1 --checkpoint "$scratch/checkpoints/09-far1.safetensors" --no-plots
+holds "The head does not put 1.5 times even weights' share on the previous character, but the weights are not even"
 
 # Chapter 9, step 10 of a resumed run: a tiny model trained ITERS
 # iterations, then resumed to MORE (`trained_then_resumed NAME ITERS MORE`).
