@@ -33,6 +33,7 @@ void run(int argc, char** argv) {
   cli.add_width("--d-model", &o.d_model, "width of a token vector");
   cli.add_width("--d-k", &o.d_k, "width of a query/key/value vector");
   cli.parse(argc, argv);
+  o.plots = cli.plots;
   const auto tokens = tokenize_text(o.text);  // refuses an empty text before anything prints
   cli.check_budget(estimate_run(o));
 

@@ -30,6 +30,7 @@ struct Options {
   std::string text = "the cat sat on the mat";
   int64_t d_model = 64;
   int64_t d_k = 64;
+  bool plots = true;  // false under --no-plots: the steps then name no figure
 };
 
 // The run against the budget: drawing the (d_model, d_k) weights is the

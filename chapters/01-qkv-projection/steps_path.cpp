@@ -88,12 +88,11 @@ TokenPath show_token_path(const Options& o, const TokenIds& text, const Matrix& 
   fmt::print("  in chapters 2 and 3 (computed here from their formulas):\n");
   print_lines(later);
   const std::string width = o.d_k == 1 ? "1 number" : fmt::format("{} numbers", o.d_k);
-  say(seq_len == 1 ? fmt::format("The one weight is 1, so the output is v itself: {}. The figure qkv_flow.png "
-                                 "draws the same path.",
-                                 width)
+  const std::string figure = o.plots ? " The figure qkv_flow.png draws the same path." : "";
+  say(seq_len == 1 ? fmt::format("The one weight is 1, so the output is v itself: {}.{}", width, figure)
                    : fmt::format("The weights add up to {:.4f}, and the output mixes the {} rows of V with them: "
-                                 "{}, as wide as v. The figure qkv_flow.png draws the same path.",
-                                 weights.sum(), seq_len, width));
+                                 "{}, as wide as v.{}",
+                                 weights.sum(), seq_len, width, figure));
   return p;
 }
 

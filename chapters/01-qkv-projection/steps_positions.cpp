@@ -80,10 +80,12 @@ Matrix show_position_similarity(const Options& o, int64_t positions) {
                     "per pair{}.{}",
                     S(0, 0),
                     o.d_model % 2 == 1 ? " (the lone sine is 0 at position 0; elsewhere it adds up to 1 more)" : "",
-                    pairs >= 8 ? " Nearby positions stay close to it; further away the fast pairs cancel out and "
-                                 "the sum falls, with ripples where some frequencies come back in phase: the band "
-                                 "along the diagonal of pe_similarity.png."
-                               : ""));
+                    pairs < 8 ? ""
+                    : o.plots ? " Nearby positions stay close to it; further away the fast pairs cancel out and the "
+                                "sum falls, with ripples where some frequencies come back in phase: the band along "
+                                "the diagonal of pe_similarity.png."
+                              : " Nearby positions stay close to it; further away the fast pairs cancel out and the "
+                                "sum falls, with ripples where some frequencies come back in phase."));
   // The relative-offset property: one matrix per k moves every position.
   if (pairs == 0) {
     say("With no (sin, cos) pair there is no fixed map from PE(p) to PE(p + k) either: sin(w (p + k)) needs "

@@ -40,6 +40,10 @@ run 01-qkv-projection --d-model 1 --d-k 1 --text hello --no-plots
 holds "One row of 1 number per vocabulary word"
 run 01-qkv-projection --no-plots
 holds "One row of 64 numbers per vocabulary word"
+# No figure is drawn, so no step names one.
+lacks "qkv_flow.png"
+lacks "pe_similarity.png"
+holds "come back in phase."
 
 # Chapter 2 with d_k 1: dividing by sqrt(1) makes nothing smaller.
 run 02-scaling --d-k 1 --samples 2 --max-d-k 4 --no-plots
