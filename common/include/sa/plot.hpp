@@ -170,7 +170,8 @@ std::string heatmap_grid(const std::string& png_path, const std::string& title, 
 std::string lines(const std::string& png_path, const LinePlot& p, int width = 900, int height = 600);
 // Values are written on the bars in one number of decimals, as large as
 // the bars are wide; too narrow for 8.5 pt, they get fewer decimals (down to
-// 2), then none.
+// 2), then none. A value that a reference line would run through is
+// written just beyond the line instead.
 std::string bars(const std::string& png_path, const BarChart& c, int width = 900, int height = 600);
 // Bar charts side by side under one title, each on its own y axis and
 // headed by its own title: for measures in different units (a head's
