@@ -29,11 +29,12 @@ void validate(std::string_view fn, const BarChart& c, const std::string& where =
 }
 
 // Emits one bar chart into s: a whole figure, or a panel of a row whose
-// left edge is `left_px` from the canvas's (canvas_w wide). width x height
-// is the chart's size; id keeps its datablocks apart from other panels';
-// title_pt is the size of its title (smaller under a row's).
+// left edge is `left_px` from the canvas's (canvas_w x canvas_h; the panel
+// stands on its bottom edge). width x height is the chart's size; id keeps
+// its datablocks apart from other panels'; title_pt is the size of its
+// title (smaller under a row's).
 void bar_panel(std::string& s, const BarChart& c, int width, int height, double left_px, int canvas_w,
-               std::size_t id, double title_pt) {
+               int canvas_h, std::size_t id, double title_pt) {
   const std::size_t ncat = c.categories.size(), ngroup = c.groups.size();
   // Bars are drawn as boxes at positions we compute (rather than gnuplot's
   // histogram style) so the value labels can be placed on top of each bar.
@@ -71,7 +72,7 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   };
   double slot_px = slot_for(frame);
 
-  s += "unset label\nset lmargin\n";  // what an earlier panel set
+  s += "unset label\nset lmargin\nset bmargin\n";  // what an earlier panel set
   s += "set grid noxtics ytics\n";
   s += title_command(c.title, width - 90.0, title_pt, 11);
   s += "set ylabel " + gq(c.ylabel) + "\n";
@@ -123,6 +124,32 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   // name (one group, named by the title) need none.
   const bool named = std::any_of(c.groups.begin(), c.groups.end(), [](const BarGroup& g) { return !g.name.empty(); });
   s += named ? "set key bmargin center horizontal noopaque nobox\n" : "unset key\n";
+  // gnuplot underestimates how far turned labels reach down, and set the
+  // legend across the ends of the longest (chapter 2's "d_k=1024" ran into
+  // "softmax(q . k / sqrt(d_k))" under it). So the bottom margin is measured
+  // here (at most half the chart, for the plot to keep its room): the
+  // labels' reach (w sin 30 + a line's height cos 30, under a gap of about
+  // 6 px), 8 px of air, and the legend's rows, which gnuplot sets at the
+  // canvas's bottom edge. Its entries share a row while they fit across the
+  // chart's width in columns as wide as gnuplot makes them: the longest
+  // name and 7.4 characters more (sample and gaps), at 8.9 px a character
+  // of the 11 pt legend (measured on its figures).
+  if (rotated) {
+    double drop = 0;
+    for (std::size_t i = 0; i < ncat; i += stride)
+      drop = std::max(drop, 0.5 * label_px(labels[i], 12) + 0.866 * 12 * kPxPerPt);
+    double bottom = 6 + drop + 8;
+    if (named) {
+      std::size_t chars = 0;
+      for (const BarGroup& g : c.groups) chars = std::max(chars, text_width(g.name));
+      const double column = (static_cast<double>(chars) + 7.4) * 8.9;
+      const double per_row = std::max(1.0, std::floor(width / column));
+      bottom += 21.5 * std::ceil(static_cast<double>(ngroup) / per_row) + 8;
+    }
+    bottom = std::min(bottom, 0.5 * height);
+    s += fmt::format("set bmargin at screen {:.5f}\n", bottom / canvas_h);
+    frame.h = std::max(height - (c.title.empty() ? 25.0 : 57.0) - bottom, 50.0);  // as chart_frame, with this margin
+  }
 
   if (!c.hlines.empty()) s += kTextboxStyle;
   for (std::size_t k = 0; k < c.hlines.size(); ++k) {
@@ -228,7 +255,7 @@ std::string bars(const std::string& png_path, const BarChart& c, int width, int 
   check_size("bars", width, height);
   if (!available()) return skipped();
   std::string s = kChartStyle;
-  bar_panel(s, c, width, height, 0, width, 0, 15);
+  bar_panel(s, c, width, height, 0, width, height, 0, 15);
   return render("bars", png_path, width, height, s);
 }
 
@@ -247,7 +274,7 @@ std::string bars_row(const std::string& png_path, const std::string& title, cons
     const double left = static_cast<double>(k) * panel_width;
     s += fmt::format("set origin {:.5f},0\nset size {:.5f},{:.5f}\n", left / width,
                      static_cast<double>(panel_width) / width, top);
-    bar_panel(s, charts[k], panel_width, height - page.px, left, width, k, 13);
+    bar_panel(s, charts[k], panel_width, height - page.px, left, width, height, k, 13);
   }
   return render("bars_row", png_path, width, height, s);
 }
