@@ -184,26 +184,6 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   }
   const bool general = biggest >= 1e5 || smallest < 1e-3;
   auto value_text = [&](double v) { return general ? fmt::format("{:.3g}", v) : fmt::format("{:.{}f}", v, decimals); };
-  // Value label size: about as wide as its bar (3 px over on each side
-  // still clears the neighbouring bar's label), at most 10 pt. Below 8.5 pt
-  // they become hard to read and ran into each other: fewer decimals (down
-  // to 2) make them shorter, and when even that is too small they are left
-  // out (the grid lines give the values; more than 40 bars never get them).
-  const double bar_px = slot_px * bar_w * 0.95;
-  auto fitting_pt = [&] {
-    std::size_t chars = 1;
-    for (const auto& g : c.groups)
-      for (double v : g.values)
-        if (std::isfinite(v)) chars = std::max(chars, value_text(v).size());
-    return 10.0 * (bar_px + 6) / text_px(chars, 10, true);
-  };
-  double value_pt = fitting_pt();
-  while (value_pt < kMinValuePt && !general && decimals > 2) {
-    --decimals;
-    value_pt = fitting_pt();
-  }
-  value_pt = std::min(value_pt, 10.0);
-  const bool value_labels = ncat * ngroup <= 40 && value_pt >= kMinValuePt;
   // Where a value label sits: 4 to 20 px beyond the end of its bar, or,
   // when a reference line passes through that band, as far beyond the
   // line. An opaque box around the label still let the dashes touch its
@@ -225,6 +205,41 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
     }
     return at;
   };
+  // Value label size: about as wide as its bar (3 px over on each side,
+  // which clears the labels of bars of other heights), at most 10 pt.
+  // Below 8.5 pt they become hard to read and ran into each other: fewer
+  // decimals (down to 2) make them shorter, and when even that is too
+  // small they are left out (the grid lines give the values; more than 40
+  // bars never get them).
+  // But the bars of one category stand side by side, their centres only a
+  // bar's width apart: where two of their labels stand at about the same
+  // height (within a line of text), they get no more than that width, less
+  // 4 px between them, or they read as one number ("0.350.35", two heads of
+  // equal entropy in chapter 7 on a text of two words).
+  bool level_neighbours = false;
+  for (std::size_t i = 0; i < ncat; ++i) {
+    for (std::size_t g = 1; g < ngroup; ++g) {
+      const double a = c.groups[g - 1].values[i], b = c.groups[g].values[i];
+      if (!std::isfinite(a) || !std::isfinite(b) || (a >= 0) != (b >= 0)) continue;
+      if (std::abs(ya.frac(label_at(a)) - ya.frac(label_at(b))) * frame.h < 14) level_neighbours = true;
+    }
+  }
+  const double bar_px = slot_px * bar_w * 0.95;
+  const double room_px = level_neighbours ? slot_px * bar_w - 4 : bar_px + 6;
+  auto fitting_pt = [&] {
+    std::size_t chars = 1;
+    for (const auto& g : c.groups)
+      for (double v : g.values)
+        if (std::isfinite(v)) chars = std::max(chars, value_text(v).size());
+    return 10.0 * room_px / text_px(chars, 10, true);
+  };
+  double value_pt = fitting_pt();
+  while (value_pt < kMinValuePt && !general && decimals > 2) {
+    --decimals;
+    value_pt = fitting_pt();
+  }
+  value_pt = std::min(value_pt, 10.0);
+  const bool value_labels = ncat * ngroup <= 40 && value_pt >= kMinValuePt;
   int tag = 1;
   std::string plot = "plot ";
   for (std::size_t g = 0; g < ngroup; ++g) {
