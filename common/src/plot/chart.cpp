@@ -97,9 +97,15 @@ void occupy_series(Occupancy& occ, const Series& se, const Axis& xa, const Axis&
 }
 
 // The legend box as kChartStyle draws it, in pixels: one 21.5 px row per
-// entry; the line sample, gaps and box take about 105 px besides the text.
+// entry, and as wide as gnuplot makes it, which counts characters, not
+// their widths: the longest name and 7.4 characters more (line sample,
+// gaps, box) at 8.9 px a character of 11 pt (measured on the figures, to
+// 3 px). Estimated from the text's width instead, it came out short for
+// long names (23 px for 54 characters, 4 px for 35), and the opaque
+// legend covered half a point that sat just beside it (chapter 7's
+// loss.png with --epochs 1).
 KeySize key_size(const std::vector<std::string>& names) {
-  return {text_px(longest(names), 11) + 105.0, 21.5 * static_cast<double>(names.size()) + 6.0};
+  return {(static_cast<double>(longest(names)) + 7.4) * 8.9, 21.5 * static_cast<double>(names.size()) + 6.0};
 }
 
 // Where the legend goes: inside the plot in the first free spot of the
