@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace sa::plot {
 
@@ -152,15 +153,29 @@ void bar_panel(std::string& s, const BarChart& c, int width, int height, double 
   }
 
   if (!c.hlines.empty()) s += kTextboxStyle;
+  // Each label at the right end of its line: above it, or below it when
+  // the line runs along the top or when above it would cross another line
+  // or an earlier label (chapter 7's "chance" at 7.1% and "every head" at
+  // 7.0%, a model still guessing, had their labels one on the other).
+  Occupancy occ;
+  for (const RefLine& h : c.hlines) occ.segment(0, ya.frac(h.y), 1, ya.frac(h.y));
   for (std::size_t k = 0; k < c.hlines.size(); ++k) {
     const RefLine& h = c.hlines[k];
     const int tag = static_cast<int>(k) + 1;
     if (h.label.empty()) continue;
-    // Above the line, or below it when the line runs along the top.
     const double v = ya.frac(h.y);
-    const LabelSpot spot = refline_label_spot(h.label, h.y, v, frame, true, v + 24 / frame.h <= 1);
+    std::optional<LabelSpot> spot;
+    for (bool above : {true, false}) {
+      const LabelSpot at = refline_label_spot(h.label, h.y, v, frame, true, above);
+      if (at.box.inside_frame() && occ.count(at.box) == 0) {
+        spot = at;
+        break;
+      }
+    }
+    if (!spot) spot = refline_label_spot(h.label, h.y, v, frame, true, v + 24 / frame.h <= 1);
+    occ.box(spot->box);
     // Tags from 1000 on: the value labels below count from 1.
-    s += fmt::format("set label {} {} {} {}\n", 1000 + tag, gq(h.label, false), spot.at, kRefLabelStyle);
+    s += fmt::format("set label {} {} {} {}\n", 1000 + tag, gq(h.label, false), spot->at, kRefLabelStyle);
   }
   s += "set style fill solid 0.9 border lc rgb '#303030'\n";
 
