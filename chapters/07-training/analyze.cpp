@@ -179,6 +179,7 @@ void run(int argc, char** argv) {
     hm.ylabel = "query";
     hm.vmin = 0;
     hm.vmax = 1;
+    hm.cblabel = "weight";
     return plot::heatmap(path, hm);
   });
   figures.draw("analyze_layer.png", [&](const std::string& path) {

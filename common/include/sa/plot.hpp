@@ -50,8 +50,9 @@ struct Heatmap {
 };
 
 // An attention-weights panel, the book's most common figure: token labels on
-// both axes (query rows, key columns) and the colour range fixed to [0, 1]
-// so panels side by side compare. Adjust the other fields as needed.
+// both axes (query rows, key columns), the colour range fixed to [0, 1]
+// so panels side by side compare, and the colour bar titled "weight".
+// Adjust the other fields as needed.
 Heatmap weights_heatmap(std::string title, Matrix weights, const std::vector<std::string>& labels);
 
 struct Series {

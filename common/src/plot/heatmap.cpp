@@ -572,6 +572,9 @@ Heatmap weights_heatmap(std::string title, Matrix weights, const std::vector<std
   h.col_labels = labels;
   h.vmin = 0;
   h.vmax = 1;
+  // The colour bar says what its colours are, as every chapter's own
+  // weight figures do (chapter 7's grids had a bare 0-to-1 scale).
+  h.cblabel = "weight";
   return h;
 }
 
