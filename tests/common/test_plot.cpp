@@ -582,3 +582,93 @@ TEST_CASE("plot: on a full disk a figure fails saying so, and the old figure sta
   CHECK(fs::file_size(path) == old_size);
   CHECK(temporaries_in(dir) == 0);
 }
+
+// A dashed reference line ran through the value label of a bar ending just
+// under it (chapter 3's entropy 1.777 under log 6 = 1.792): the label now
+// stands beyond the line, at the line's height, and a bar far from the line
+// keeps its label at its own end.
+TEST_CASE("plot: a bar's value label stands beyond a reference line that would cross it", "[common][plot]") {
+  if (!plot::available()) return;
+  plot::BarChart c;
+  c.categories = {"the (0)", "cat (1)"};
+  c.groups = {{"H of the row", {1.777, 1.0}}};
+  c.hlines = {{1.792, ""}};
+  const std::string script = script_of("crossed_label.png", [&](const std::string& p) { return plot::bars(p, c); });
+  INFO(script);
+  CHECK(script.find("'1.777' at 0,1.792 ") != std::string::npos);
+  CHECK(script.find("'1.000' at 1,1 ") != std::string::npos);
+}
+
+// Two bars of one category with equal values had labels that ran together
+// ("0.350.35"): side by side at one height, each label gets at most its
+// bar's width.
+TEST_CASE("plot: value labels of level bars side by side fit their bars", "[common][plot]") {
+  if (!plot::available()) return;
+  // Six words, four heads: bars about 30 px wide, a label as wide as one.
+  plot::BarChart level, apart;
+  level.categories = apart.categories = {"a (0)", "dog (1)", "ran (2)", "far (3)", "and (4)", "hid (5)"};
+  for (int h = 0; h < 4; ++h) {
+    level.groups.push_back({"head " + std::to_string(h), std::vector<double>(6, 0.35)});
+    apart.groups.push_back({"head " + std::to_string(h), std::vector<double>(6, 0.35 + 0.15 * h)});
+  }
+  // The font of the label '0.35' (0 when it is left out).
+  auto font_of = [](const std::string& script) {
+    const size_t at = script.find("'0.35' at");
+    if (at == std::string::npos) return 0.0;
+    const size_t font = script.find("font ',", at);
+    return std::stod(script.substr(font + 7));
+  };
+  const double level_pt =
+      font_of(script_of("level_bars.png", [&](const std::string& p) { return plot::bars(p, level); }));
+  const double apart_pt =
+      font_of(script_of("apart_bars.png", [&](const std::string& p) { return plot::bars(p, apart); }));
+  INFO("font of level labels " << level_pt << " pt, of labels at different heights " << apart_pt << " pt");
+  CHECK(apart_pt > 0);
+  CHECK(level_pt < apart_pt);
+}
+
+// Two reference lines 0.1 apart ("chance" at 7.1%, "every head" at 7.0%)
+// had their labels one on the other: the second goes below its line.
+TEST_CASE("plot: labels of two close reference lines do not overlap", "[common][plot]") {
+  if (!plot::available()) return;
+  plot::BarChart c;
+  c.categories = {"none", "head 0", "head 1"};
+  c.groups = {{"", {7.0, 6.5, 30.0}}};
+  c.hlines = {{7.1, "chance"}, {7.0, "every head"}};
+  const std::string script = script_of("close_lines.png", [&](const std::string& p) { return plot::bars(p, c); });
+  INFO(script);
+  // Each label is set at its line's right end, shifted up or down by
+  // 0.75 of a line of text ("offset -1,0.75"): at lines 0.1 apart, one
+  // must go above its line and the other below.
+  auto shift_of = [&](const std::string& label) {
+    const size_t at = script.find("'" + label + "' at ");
+    REQUIRE(at != std::string::npos);
+    const size_t offset = script.find("offset ", at);
+    return std::stod(script.substr(script.find(',', offset) + 1));
+  };
+  CHECK(shift_of("chance") * shift_of("every head") < 0);
+}
+
+// gnuplot set the legend across the ends of turned category labels
+// (chapter 2's "d_k=1024" into the legend under it): with turned labels the
+// bottom margin is measured, and leaves more room the more legend rows
+// there are.
+TEST_CASE("plot: turned category labels get a bottom margin above the legend", "[common][plot]") {
+  if (!plot::available()) return;
+  plot::BarChart c;
+  for (int d = 1; d <= 8192; d *= 2) c.categories.push_back("d_k=" + std::to_string(d));
+  c.groups = {{"softmax(q . k / sqrt(d_k))", std::vector<double>(c.categories.size(), 0.5)}};
+  auto margin_of = [](const std::string& script) {
+    const size_t at = script.find("set bmargin at screen ");
+    return at == std::string::npos ? 0.0 : std::stod(script.substr(at + 22));
+  };
+  const std::string one = script_of("turned_one_row.png", [&](const std::string& p) { return plot::bars(p, c); });
+  CHECK(one.find("rotate by 30") != std::string::npos);
+  const double one_row = margin_of(one);
+  for (int g = 1; g < 6; ++g)
+    c.groups.push_back({"a long name for group " + std::to_string(g), std::vector<double>(c.categories.size(), 0.2)});
+  const double rows = margin_of(script_of("turned_rows.png", [&](const std::string& p) { return plot::bars(p, c); }));
+  INFO("bottom margin with one legend entry " << one_row << ", with six " << rows << " (fractions of the canvas)");
+  CHECK(one_row > 0);
+  CHECK(rows > one_row);
+}
