@@ -88,12 +88,11 @@ StepCount step_count(const GptConfig& c, int64_t batch) {
 }
 
 // The whole run against the budget, before any work, at the chapter
-// program's rates (steps_run.cpp: 3e10 operations a second, 1.5 us a token
-// for what is not a product), plus a cost per head: each head of each
-// sequence is a call of chapter 8's tiled attention, forward and backward,
-// with its copies, allocations and softmax, the chapter program's
-// head_call_seconds (26 us at seq_len 64, 650 us at 512: a flat 30 us
-// estimated 64 heads over 512 characters at a third of their time).
+// program's rates (steps.hpp: kOperationsPerSecond for the products,
+// kSecondsPerToken for what is not a product), plus a cost per head: each
+// head of each sequence is a call of chapter 8's tiled attention, forward
+// and backward, with its copies, allocations and softmax, the chapter
+// program's head_call_seconds (26 us at seq_len 64, 650 us at 512).
 // Then: the timed and warm-up steps, generation both ways (without the
 // cache each character is a forward over its whole context, a third of a
 // step's work on one sequence), the peak measurements, and the twin (about
@@ -102,8 +101,8 @@ RunEstimate estimate(const BenchOptions& o) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
   const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
-  const double step =
-      step_count(c, o.model.batch).total() / 3e10 + tokens * 1.5e-6 + head_calls * ch9::head_call_seconds(c.seq_len);
+  const double step = step_count(c, o.model.batch).total() / ch9::kOperationsPerSecond +
+                      tokens * ch9::kSecondsPerToken + head_calls * ch9::head_call_seconds(c.seq_len);
   const double forward_one_sequence = step / double(o.model.batch) / 3.0;
   RunEstimate e;
   e.seconds = double(o.steps + o.warmup) * step + 2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence +
@@ -281,7 +280,7 @@ std::string share_of_peak(double gflops, double peak) {
 
 // What the run measured, for the printing below.
 struct Results {
-  Times step;  // the median training step (of the first round, or the median of the rounds')
+  Times step;  // the median training step of the first round (print_step's)
   std::vector<Times> rounds;  // with --pytorch: each round's median step
   // The GEMM peak (GFLOP/s, by the wall clock) before the steps and after
   // the generation.
