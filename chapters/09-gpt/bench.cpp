@@ -261,11 +261,11 @@ std::optional<TwinStep> time_twin(int64_t steps, const std::string& data_dir, st
 // Whether PyTorch's time over this program's is within 5% of 1.
 bool about_as_fast(double r) { return r > 0.95 && r < 1.05; }
 
-// How this program's time compares with PyTorch's, in words that say
-// which way: "this program 1.4x faster", "this program 1.2x slower", or
+// How this program's time compares with PyTorch's, given r = PyTorch's
+// time over this program's (above 1: this program is faster), in words that
+// say which way: "this program 1.4x faster", "this program 1.2x slower", or
 // within 5% "about as fast (1.03x)".
-std::string ratio_words(double ours_ms, double torch_ms) {
-  const double r = torch_ms / ours_ms;  // above 1: this program is faster
+std::string ratio_words(double r) {
   if (about_as_fast(r)) return fmt::format("about as fast as PyTorch ({:.2f}x)", r);
   if (r >= 1.0) return fmt::format("this program {:.1f}x faster", r);
   return fmt::format("this program {:.1f}x slower", 1.0 / r);
@@ -380,9 +380,9 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   const bool slower = ratio < 1 && !about_as_fast(ratio);
   const std::string range = slower ? fmt::format("rounds from {:.2f}x to {:.2f}x slower", 1.0 / highest, 1.0 / lowest)
                                    : fmt::format("rounds from {:.2f}x to {:.2f}x", lowest, highest);
-  fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(1.0, ratio), range);
+  fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(ratio), range);
   if (cpu_ratios.size() == ratios.size())
-    fmt::print("  by CPU time: {}\n", ratio_words(1.0, measure::median(cpu_ratios)));
+    fmt::print("  by CPU time: {}\n", ratio_words(measure::median(cpu_ratios)));
   return twin;
 }
 
