@@ -40,8 +40,8 @@ inline constexpr double kMinTemperature = 1e-3;
 
 struct Options {
   std::string data_dir = (binary_dir() / "data").string();
-  double temperature = 0.5;   // step 6's second temperature (the first is 1)
-  int64_t top_k = kVocabSize; // step 6: every character
+  double temperature = 0.5;   // step 6's second temperature (the first is 1), and steps 10 and 11's
+  int64_t top_k = kVocabSize; // steps 6, 10 and 11: every character
   int64_t sample_chars = 80;  // characters sampled at each temperature in step 6
 
   // The GPT and its training run (steps 7 to 11): nanoGPT's shakespeare_char
@@ -193,9 +193,13 @@ void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint6
 // read back and compared bit for bit before it takes the name.
 void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerState& opt, const Generator& gen,
                          const CharVocab& vocab, uint64_t seed);
+
+// ---- steps_run.cpp -----------------------------------------------------------
 // Step 11: o.gen_chars characters after o.prompt, sampled with
 // o.temperature and o.top_k.
 void generation_demo(Gpt& model, const CharVocab& vocab, const Options& o, uint64_t seed);
+
+// ---- steps_heads.cpp ---------------------------------------------------------
 // Step 12: what the trained heads read in a verse: each head's weights
 // (rebuilt from chapter 8's log-sum-exp), and two of them drawn.
 void heads_demo(Gpt& model, const CharVocab& vocab, Figures& figures);
