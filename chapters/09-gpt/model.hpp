@@ -182,7 +182,6 @@ class Gpt {
   // inside the kernel, as FlashAttention does), so this model does not.
   // p = 0 (the recipe's value) draws nothing.
   void set_dropout(double p, Generator* gen);
-  double dropout() const { return dropout_; }
 
   // Logits (batch * seq, vocab_size) of every position of `batch` sequences
   // of ids.size() / batch tokens each (at most seq_len). Keeps every cache
