@@ -16,7 +16,6 @@
 #include "sa/cli.hpp"
 #include "sa/paths.hpp"
 #include "sa/print.hpp"
-#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 

@@ -16,7 +16,6 @@
 #include "sa/cli.hpp"
 #include "sa/figures.hpp"
 #include "sa/print.hpp"
-#include "sa/printable.hpp"
 
 #include <fmt/core.h>
 

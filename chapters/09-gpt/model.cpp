@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <type_traits>
 
 namespace sa {
 

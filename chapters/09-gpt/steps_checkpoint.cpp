@@ -6,7 +6,6 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <filesystem>

@@ -4,7 +4,6 @@
 
 #include "sa/plot.hpp"
 #include "sa/print.hpp"
-#include "sa/rng.hpp"
 
 #include <fmt/core.h>
 

@@ -1,7 +1,5 @@
 #include "sa/tensor.hpp"
 
-#include <fmt/format.h>
-
 #include <cassert>
 #include <stdexcept>
 

@@ -8,7 +8,6 @@
 #include <locale.h>
 #include <wctype.h>
 
-#include <algorithm>
 #include <cctype>
 #include <sstream>
 
