@@ -34,9 +34,7 @@ constexpr ModelOption kModelOptions[] = {{"--seq-len", "seq_len", &Options::seq_
 std::string text_vocabulary(const Text& text) {
   const std::vector<char32_t> chars = utf8_chars("train.txt", text.train);
   const std::set<char32_t> sorted(chars.begin(), chars.end());
-  std::string out;
-  for (char32_t ch : sorted) append_utf8(out, ch);
-  return out;
+  return vocabulary_text(CharVocab{std::vector<char32_t>(sorted.begin(), sorted.end())});
 }
 
 std::vector<uint32_t> bits_of(const GptParams& p) {
