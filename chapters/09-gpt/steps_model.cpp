@@ -105,10 +105,10 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
   const auto t0 = Clock::now();
   model.forward(b.x, o.batch);
   const float loss = model.loss(b.y);
-  const double forward_ms = 1e3 * seconds_since(t0);
+  const double forward_seconds = seconds_since(t0);
   const auto t1 = Clock::now();
   model.backward();
-  const double backward_ms = 1e3 * seconds_since(t1);
+  const double backward_seconds = seconds_since(t1);
   const int64_t B = o.batch, T = c.seq_len, d = c.d_model, H = c.n_heads;
   // A batch of one window has one offset: printed once, not as 'the first two'.
   fmt::print("  ids, targets      ({}, {})          {}\n", B, T,
@@ -126,7 +126,7 @@ void one_step_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t
     for (float x : g) sq += double(x) * x;
   fmt::print("  gradients: {} tensors, the table's shapes; global norm {:.4f}\n", grads.size(), std::sqrt(sq));
   fmt::print("  forward and loss {}, backward {} (the first call: buffers are allocated)\n",
-             milliseconds_str(forward_ms / 1e3), milliseconds_str(backward_ms / 1e3));
+             milliseconds_str(forward_seconds), milliseconds_str(backward_seconds));
   say("The backward runs the forward's layers in reverse, as chapter 7's model does; each head's attention "
       "goes back through chapter 8's tiled_attention_backward, which rebuilds the weights from the forward's "
       "log-sum-exp instead of storing them. tok's gradient is the sum of its two uses: the rows the embedding "

@@ -81,10 +81,6 @@ class RunProgress {
   int64_t start_, iters_;
 };
 
-}  // namespace
-
-namespace {
-
 // A short sample during training: 100 characters after the prompt, with
 // step 11's sampling and a generator of its own (the training batches'
 // generator is not touched, so the run is the same with or without it).

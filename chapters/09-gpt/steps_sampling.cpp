@@ -48,8 +48,7 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
     for (int64_t i = 0; i < probs.size(); ++i) kept += probs(i) > 0;
     const size_t shown = size_t(std::min<int64_t>(5, kept));
     fmt::print("  temperature {}, top-k {}: {} possible; the {} most likely:", temperature, o.top_k,
-               kept == 1 ? std::string("1 character") : fmt::format("{} characters", kept),
-               std::array{"one", "two", "three", "four", "five"}[shown - 1]);
+               count_of(kept, "character"), std::array{"one", "two", "three", "four", "five"}[shown - 1]);
     for (size_t r = 0; r < shown; ++r)
       fmt::print(" {} {:.4f}", shown_char(vocab.chars[size_t(order[r])]), probs(order[r]));
     fmt::print("\n");
