@@ -58,12 +58,12 @@ inline constexpr double kBudgetSeconds = 600;
 inline constexpr double kBudgetBytes = 4.0 * 1024 * 1024 * 1024;
 double budget_seconds();  // kBudgetSeconds, or SA_BUDGET_SECONDS when set
 double budget_bytes();    // min(kBudgetBytes, MemTotal / 2)
-// "25 min", "40 s", "1.2 h"; "3.0 GiB", "512 MiB".
+// "25 min", "40 s", "1.2 h".
 std::string duration_str(double seconds);
 // A measured time, with three significant digits down to microseconds:
 // "0.412 ms", "14.2 ms", "1.85 s".
 std::string timing_str(double seconds);
-std::string memory_str(double bytes);
+std::string memory_str(double bytes);  // "3.0 GiB", "512 MiB"
 
 // The largest --d-model, --d-k or --n-heads of the running example.
 inline constexpr int64_t kMaxWidth = 4096;
