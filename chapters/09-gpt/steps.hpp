@@ -154,6 +154,10 @@ void sampling_demo(const Text& text, const CharVocab& vocab, const Options& o, u
 struct TokenData {
   std::vector<int64_t> train, val;
 };
+// The validation loss every step measures (8, and 10 at each evaluation):
+// o.eval_iters batches of val.txt, drawn by a generator of their own seeded
+// with seed + 1 each time, so that every evaluation reads the same batches.
+double validation_loss(Gpt& model, const TokenData& data, const Options& o, uint64_t seed);
 // Step 7: the model's parameter table, shapes and count. Its weights are
 // drawn from gen, the generator training then draws its batches from.
 void model_demo(const Gpt& model);

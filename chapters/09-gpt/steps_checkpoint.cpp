@@ -129,8 +129,7 @@ void resume_demo(Gpt& model, Generator& gen, const GptCheckpoint& ckpt, const Op
 }
 
 void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed, int64_t iteration) {
-  Generator eval_gen(seed + 1);  // the batches of every validation loss (step 10)
-  const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
+  const double loss = validation_loss(model, data, o, seed);
   const double uniform = std::log(double(model.config().vocab_size));
   say(fmt::format("The model read back has trained {} already. Its loss on the {} of {} x {} characters that "
                   "step 10 measures on:",

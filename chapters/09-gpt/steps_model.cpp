@@ -70,11 +70,13 @@ void model_demo(const Gpt& model) {
         "can only learn how often each character comes.");
 }
 
-double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed) {
-  // The validation batches come from a generator of their own, seeded with
-  // seed + 1 at every evaluation: the same batches each time (step 10).
+double validation_loss(Gpt& model, const TokenData& data, const Options& o, uint64_t seed) {
   Generator eval_gen(seed + 1);
-  const double loss = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
+  return estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
+}
+
+double initial_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed) {
+  const double loss = validation_loss(model, data, o, seed);
   const double uniform = std::log(double(model.config().vocab_size));
   say(fmt::format("Before any training the logits are small (every weight matrix is drawn with a spread of 0.02 "
                   "or less), so the model spreads its probability almost evenly over the {} characters. Its loss "

@@ -193,8 +193,7 @@ OptimizerState training_run(Gpt& model, const CharVocab& vocab, const TokenData&
   for (int64_t it = first;; ++it) {
     if (evaluated_at(it)) {
       const auto t0 = Clock::now();
-      Generator eval_gen(seed + 1);
-      const double val = estimate_loss(model, data.val, o.batch, o.eval_iters, eval_gen);
+      const double val = validation_loss(model, data, o, seed);
       eval_seconds += seconds_since(t0);
       // What the model writes before training and half-way (step 11 shows the end).
       const bool sample = it == first || (sample_half_way && it == half_way);
