@@ -132,8 +132,8 @@ void run(int argc, char** argv) {
   // characters a second with the cache, a few dozen without).
   cli.check_budget(generation_estimate(ckpt.config, int64_t(chars.size()), tokens, std::min(tokens, kCompared)));
 
-  Generator unused(0);
-  Gpt model(ckpt.config, unused);
+  Generator discarded(0);  // the model's initial weights, replaced at once by the checkpoint's
+  Gpt model(ckpt.config, discarded);
   model.params = std::move(ckpt.params);
   const std::vector<int64_t> ids = encode(vocab, prompt);
   fmt::print("{}: {}, {}, d_model {}, seq_len {}, {} characters, trained {}\n", shown_path(checkpoint),

@@ -171,7 +171,7 @@ void run(int argc, char** argv) {
 
   if (resumed) {
     step(8, "The loss of the model read back");
-    loaded_loss_demo(model, data, o, cli.seed, o.start_iteration);
+    loaded_loss_demo(model, data, o, cli.seed);
   } else {
     step(8, "The loss before training: about ln(vocab_size)");
     initial_loss_demo(model, data, o, cli.seed);

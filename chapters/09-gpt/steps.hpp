@@ -191,8 +191,9 @@ void require_resumable(const GptCheckpoint& ckpt, const Options& o, const Text& 
 // Step 7 of a resumed run: the checkpoint's weights into the model and the
 // training generator's state into gen, said in a few lines.
 void resume_demo(Gpt& model, Generator& gen, const GptCheckpoint& ckpt, const Options& o);
-// Step 8 of a resumed run: the validation loss of the loaded model.
-void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed, int64_t iteration);
+// Step 8 of a resumed run: the validation loss of the loaded model, trained
+// o.start_iteration iterations.
+void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed);
 // After step 10: the model, AdamW's state and gen's saved to o.checkpoint,
 // read back and compared bit for bit before it takes the name.
 void save_run_checkpoint(const Options& o, const Gpt& model, const OptimizerState& opt, const Generator& gen,

@@ -128,13 +128,13 @@ void resume_demo(Gpt& model, Generator& gen, const GptCheckpoint& ckpt, const Op
   if (!ckpt.note.empty()) fmt::print("  its note: {}\n", printable(ckpt.note, 200));
 }
 
-void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed, int64_t iteration) {
+void loaded_loss_demo(Gpt& model, const TokenData& data, const Options& o, uint64_t seed) {
   const double loss = validation_loss(model, data, o, seed);
   const double uniform = std::log(double(model.config().vocab_size));
   say(fmt::format("The model read back has trained {} already. Its loss on the {} of {} x {} characters that "
                   "step 10 measures on:",
-                  count_of(iteration, "iteration"), count_of(o.eval_iters, "validation batch", "validation batches"),
-                  o.batch, model.config().seq_len));
+                  count_of(o.start_iteration, "iteration"),
+                  count_of(o.eval_iters, "validation batch", "validation batches"), o.batch, model.config().seq_len));
   fmt::print("  validation loss {:.4f} nats per character; ln({}) = {:.4f}, where training started\n", loss,
              model.config().vocab_size, uniform);
 }
