@@ -346,5 +346,22 @@ holds "at n = 90 it does 1.4 times the recurrent layer's work"
 run 08-efficient-attention --seq-len 17 --gen-tokens 8 --reversal-epochs 1 --no-plots
 holds "at n = 17 it still does only 0.27 of the recurrent layer's work; from n = 64 on it does more"
 
+# The PyTorch peers' BLAS is the one their products call. With
+# LD_LIBRARY_PATH at the reference BLAS, torch's products ran on it (20 times
+# slower), but OpenBLAS's LAPACK was mapped too, and the benchmarks named
+# OpenBLAS and its kernels, and printed ratios against the reference BLAS.
+# Skipped without torch or without Debian's reference BLAS (libblas3).
+reference_blas=/usr/lib/x86_64-linux-gnu/blas
+if [ -e "$reference_blas/libblas.so.3" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  LD_LIBRARY_PATH="$reference_blas" run 08-efficient-attention-bench --pytorch --min-seq-len 16 --max-seq-len 16 \
+    --budget 0
+  holds "PyTorch ran on libblas.so.3"
+  holds "(the reference BLAS)"
+  lacks "(an optimised BLAS)"
+  lacks "tiled forward against PyTorch"
+else
+  echo "skipped: the PyTorch peer on the reference BLAS (no torch or no $reference_blas)"
+fi
+
 echo "$ran runs, $failed failed"
 [ "$failed" -eq 0 ]

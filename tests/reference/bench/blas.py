@@ -46,6 +46,40 @@ if SKYLAKEX_FLAGS <= cpu_flags():
     os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
 
 
+def mapped_files():
+    """(start, end, path) of every file mapped into this process."""
+    spans = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) >= 6 and fields[-1].startswith("/"):
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                spans.append((start, end, fields[-1]))
+    return spans
+
+
+def sgemm_provider(spans):
+    """The file whose sgemm_ torch's products call, or None if that cannot be
+    told. Two BLAS libraries can be mapped at once: with LD_LIBRARY_PATH
+    pointing at the reference BLAS, libblas.so.3 is netlib's while the
+    LAPACK that torch also loads is OpenBLAS's, which brings
+    libopenblasp-*.so along. torch calls the sgemm_ its own libraries
+    resolve, in their dependency order: dlsym on libtorch_cpu's handle
+    follows that order, and the mapping that holds the address names it."""
+    torch_cpu = next((path for _, _, path in spans if os.path.basename(path).startswith("libtorch_cpu.so")), None)
+    if torch_cpu is None:
+        return None
+    try:
+        address = ctypes.cast(ctypes.CDLL(torch_cpu).sgemm_, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+    return next((path for start, end, path in spans if start <= address < end), None)
+
+
+def is_optimised(path):
+    return any(name in path.lower() for name in ("openblas", "mkl", "blis"))
+
+
 def blas_library():
     """The BLAS shared library mapped into this process after one product:
     its file name, e.g. 'libopenblasp-r0.3.21.so' or 'libblas.so.3', whether
@@ -53,15 +87,24 @@ def blas_library():
     import torch
     a = torch.ones(64, 64)
     (a @ a).sum().item()
+    spans = mapped_files()
     names = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            base = os.path.basename(path)
-            if "blas" in base.lower() and path not in names:
-                names.append(path)
+    for _, _, path in spans:
+        if "blas" in os.path.basename(path).lower() and path not in names:
+            names.append(path)
+    # The library torch's sgemm_ resolves to, when it is a BLAS library of
+    # its own (a torch with MKL linked in has it inside libtorch_cpu: then
+    # the libraries mapped are all there is to go by). An OpenBLAS is named
+    # by its libopenblas*.so, whose kernels openblas_core asks for.
+    provider = sgemm_provider(spans)
+    if provider is not None and "blas" in os.path.basename(provider).lower():
+        if not is_optimised(provider):
+            return os.path.basename(provider), False, provider
+        same = [path for path in names if is_optimised(path) and os.path.dirname(path) == os.path.dirname(provider)]
+        path = next((p for p in same if "openblas" in os.path.basename(p).lower()), provider)
+        return os.path.basename(path), True, path
     for path in names:
-        if "openblas" in path.lower() or "mkl" in path.lower() or "blis" in path.lower():
+        if is_optimised(path):
             return os.path.basename(path), True, path
     return (os.path.basename(names[0]) if names else "unknown"), False, (names[0] if names else None)
 
