@@ -96,7 +96,9 @@ StepCount step_count(const GptConfig& c, int64_t batch) {
 // Then: the timed and warm-up steps, generation both ways (without the
 // cache each character is a forward over its whole context, a third of a
 // step's work on one sequence), the peak measurements, and the twin (about
-// the C++ step, plus Python's start).
+// the C++ step, plus Python's start). With --pytorch, every round times
+// this program's steps and the twin's again: --rounds 20 --torch-steps 1000
+// was estimated at 4 min, one round's worth, and ran about 25.
 RunEstimate estimate(const BenchOptions& o) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
@@ -104,18 +106,23 @@ RunEstimate estimate(const BenchOptions& o) {
   const double step = step_count(c, o.model.batch).total() / ch9::kOperationsPerSecond +
                       tokens * ch9::kSecondsPerToken + head_calls * ch9::head_call_seconds(c.seq_len);
   const double forward_one_sequence = step / double(o.model.batch) / 3.0;
+  const double rounds = o.pytorch ? double(o.rounds) : 1.0;
   RunEstimate e;
-  e.seconds = double(o.steps + o.warmup) * step + 2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence +
-              2.0 + 5.0 /* the text, read and checked */ +
-              (o.pytorch ? 10.0 + 1.5 * double(o.torch_steps + 5) * step : 0.0);
+  e.seconds = rounds * double(o.steps + o.warmup) * step +
+              2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence + 2.0 +
+              5.0 /* the text, read and checked */ +
+              (o.pytorch ? rounds * (10.0 + 1.5 * double(o.torch_steps + 5) * step) : 0.0);
   // Parameters, gradients and AdamW's moments; one step's activations; the
   // text's ids and the text (as the chapter program estimates them).
   const double d = double(c.d_model), L = double(c.n_layers), V = double(c.vocab_size);
   const double params = L * 12.0 * d * d + (V + double(c.seq_len)) * d;
   e.bytes = 16.0 * params + 4.0 * tokens * (L * 30.0 * d + 4.0 * V) + 9.0 * 4.2e6;
-  e.options = fmt::format("--steps {} --warmup {} --batch {} --seq-len {} --d-model {} --n-layers {} --gen-chars {}{}",
-                          o.steps, o.warmup, o.model.batch, o.model.seq_len, o.model.d_model, o.model.n_layers,
-                          o.gen_chars, o.pytorch ? fmt::format(" --torch-steps {}", o.torch_steps) : "");
+  // Every option the estimate depends on (a head's cost does not shrink
+  // with its width: --n-heads 64 can pass the budget alone).
+  e.options = fmt::format(
+      "--steps {} --warmup {} --batch {} --seq-len {} --d-model {} --n-heads {} --n-layers {} --gen-chars {}{}",
+      o.steps, o.warmup, o.model.batch, o.model.seq_len, o.model.d_model, o.model.n_heads, o.model.n_layers,
+      o.gen_chars, o.pytorch ? fmt::format(" --torch-steps {} --rounds {}", o.torch_steps, o.rounds) : "");
   return e;
 }
 

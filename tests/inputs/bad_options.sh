@@ -95,7 +95,7 @@ refuse 09-gpt "--eval-interval 200 --eval-iters 1 --gen-chars 100000 would take 
   --n-heads 8 --n-layers 8 --iters 1 --batch 1 --eval-iters 1 --gen-chars 100000 --no-plots
 refuse 09-gpt "--eval-interval 1 --eval-iters 10000 --gen-chars 300 would take about" --quick --eval-interval 1 \
   --eval-iters 10000 --no-plots
-refuse 09-gpt-bench "--steps 5000 --warmup 5 --batch 2 --seq-len 512 --d-model 64 --n-layers 2 --gen-chars 256 would take about" \
+refuse 09-gpt-bench "--steps 5000 --warmup 5 --batch 2 --seq-len 512 --d-model 64 --n-heads 64 --n-layers 2 --gen-chars 256 would take about" \
   --steps 5000 --batch 2 --seq-len 512 --d-model 64 --n-heads 64 --n-layers 2
 ch9_data=$(mktemp -d)
 printf 'Ge1:1 not the text\n' >"$ch9_data/kjv.txt"
@@ -247,8 +247,12 @@ refuse 07-training "--digits is an option of the reversal task, which --task cor
 refuse 07-training-bench "--max-epochs 2 is below --epochs 5" --epochs 5 --max-epochs 2
 refuse 07-training-bench "--steps 100000 --max-epochs 1000 would take about" --steps 100000 --max-epochs 1000
 refuse 08-efficient-attention-bench "would take about" --max-seq-len 32768 --d-k 256 --budget 60
-refuse 09-gpt-bench "--steps 100000 --warmup 5 --batch 12 --seq-len 64 --d-model 128 --n-layers 4 --gen-chars 256 would take about" \
+refuse 09-gpt-bench "--steps 100000 --warmup 5 --batch 12 --seq-len 64 --d-model 128 --n-heads 4 --n-layers 4 --gen-chars 256 would take about" \
   --steps 100000
+# With --pytorch every round times this program's steps and the twin's
+# again: 20 rounds of 1000 twin steps (about 25 min) were estimated as one.
+refuse 09-gpt-bench "--gen-chars 256 --torch-steps 1000 --rounds 20 would take about" --pytorch --rounds 20 \
+  --torch-steps 1000
 refuse 08-efficient-attention-bench "--pytorch times PyTorch's plain attention" --pytorch --naive-max-seq-len 0 \
   --min-seq-len 8192
 refuse 07-training-analyze "unknown option '--i-know-it-is-big'" --i-know-it-is-big
