@@ -103,9 +103,16 @@ RunEstimate estimate(const BenchOptions& o) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
   const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
-  const double step = step_count(c, o.model.batch).total() / ch9::kOperationsPerSecond +
+  const double d = double(c.d_model), L = double(c.n_layers), V = double(c.vocab_size);
+  const double params = L * 12.0 * d * d + (V + double(c.seq_len)) * d;
+  const double work = step_count(c, o.model.batch).total() / ch9::kOperationsPerSecond +
                       tokens * ch9::kSecondsPerToken + head_calls * ch9::head_call_seconds(c.seq_len);
-  const double forward_one_sequence = step / double(o.model.batch) / 3.0;
+  // And each parameter's own cost (ch9::kSecondsPerParameterStep): AdamW and
+  // the gradient's passes in a step, the weights read in a forward call
+  // (d_model 2048 on one character: 134 ms a step, 10.6 ms a character,
+  // where the operations count 10 and 3.4).
+  const double step = work + params * ch9::kSecondsPerParameterStep;
+  const double forward_one_sequence = work / double(o.model.batch) / 3.0 + params * ch9::kSecondsPerParameterRead;
   const double rounds = o.pytorch ? double(o.rounds) : 1.0;
   RunEstimate e;
   e.seconds = rounds * double(o.steps + o.warmup) * step +
@@ -114,8 +121,6 @@ RunEstimate estimate(const BenchOptions& o) {
               (o.pytorch ? rounds * (10.0 + 1.5 * double(o.torch_steps + 5) * step) : 0.0);
   // Parameters, gradients and AdamW's moments; one step's activations; the
   // text's ids and the text (as the chapter program estimates them).
-  const double d = double(c.d_model), L = double(c.n_layers), V = double(c.vocab_size);
-  const double params = L * 12.0 * d * d + (V + double(c.seq_len)) * d;
   e.bytes = 16.0 * params + 4.0 * tokens * (L * 30.0 * d + 4.0 * V) + 9.0 * 4.2e6;
   // Every option the estimate depends on (a head's cost does not shrink
   // with its width: --n-heads 64 can pass the budget alone).

@@ -44,12 +44,15 @@ RunEstimate generation_estimate(const GptConfig& config, int64_t prompt_tokens, 
   const double params = double(gpt_parameter_count(config));
   // One forward call that computes `rows` new rows reading a context of
   // `context` tokens: the products of a third of a training step a row,
-  // what is not a product, and each head's and layer's cost of a call.
+  // what is not a product, each head's and layer's cost of a call, and
+  // reading every weight once (a call of one row is bound by that: 0.21 ns a
+  // parameter, three times what its products count).
   double seconds = 0;
   auto forward = [&](int64_t rows, int64_t context) {
     const double r = double(rows), c = double(context);
     seconds += r * (2.0 * params + 4.0 * layers * c * d) / kOperationsPerSecond + r * kSecondsPerToken / 3.0 +
-               layers * (double(config.n_heads) * head_call_seconds(rows, context) + kSecondsPerLayerStep) / 3.0;
+               layers * (double(config.n_heads) * head_call_seconds(rows, context) + kSecondsPerLayerStep) / 3.0 +
+               params * kSecondsPerParameterRead;
   };
   // generate's own walk (context_start): the warm-up forward over the
   // prompt's context, then with the cache one row a character and the

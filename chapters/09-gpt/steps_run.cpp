@@ -35,10 +35,14 @@ RunEstimate run_estimate(const Options& o) {
   // at most a forward over its context; the two samples of 100 in step 10).
   const double heads = layers * double(o.n_heads) * head_call_seconds(o.seq_len);
   const double forward_sequences = evaluations * double(o.eval_iters) * B + 2.0 * double(o.gen_chars) + 200.0;
+  // And each parameter's own cost (steps.hpp): in every step, and in every
+  // forward call (a validation batch, a generated character either way).
+  const double forward_calls = evaluations * double(o.eval_iters) + 2.0 * double(o.gen_chars) + 200.0;
   e.seconds = (trained * per_token + forwards * per_token / 3.0) / kOperationsPerSecond +
               (trained + forwards / 3.0) * kSecondsPerToken + kSetupSeconds +
               double(iters) * (B * heads + layers * kSecondsPerLayerStep) +
-              forward_sequences * (heads + layers * kSecondsPerLayerStep) / 3.0;
+              forward_sequences * (heads + layers * kSecondsPerLayerStep) / 3.0 +
+              params * (double(iters) * kSecondsPerParameterStep + forward_calls * kSecondsPerParameterRead);
   // Parameters, gradients and AdamW's two moments; one step's activations
   // (about 30 floats a token and layer of width d, the logits); the text's
   // ids (8 bytes a character) and the text itself. Or, when more, the save

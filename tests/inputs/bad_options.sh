@@ -124,6 +124,18 @@ printf 'x' >"$ch9_ckpt/file"
 refuse 09-gpt "--checkpoint '$ch9_ckpt/file/x.safetensors': its folder '$ch9_ckpt/file' is not a folder" \
   --checkpoint "$ch9_ckpt/file/x.safetensors" --no-plots
 refuse 09-gpt "--checkpoint '/proc/x.safetensors': its folder '/proc' is not writable" --checkpoint /proc/x.safetensors --no-plots
+# A wide model's cost is more than its operations: AdamW's passes over every
+# parameter in a step, and every weight read in a forward call. At d_model
+# 2048 on one character a step took 134 ms and a generated character 10.6,
+# estimated from the operations at 10 and 3.4: these took 29 to 34 s of CPU each
+# where their estimates, 7 to 17 s, passed a budget of 20.
+SA_BUDGET_SECONDS=20 refuse 09-gpt "--iters 200 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --eval-interval 200 --eval-iters 1 --gen-chars 1 would take about" \
+  --iters 200 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --eval-iters 1 --gen-chars 1 \
+  --checkpoint "$ch9_ckpt/wide.safetensors" --no-plots
+SA_BUDGET_SECONDS=20 refuse 09-gpt-bench "--steps 200 --warmup 0 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --gen-chars 1 would take about" \
+  --steps 200 --warmup 0 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --gen-chars 1
+SA_BUDGET_SECONDS=20 refuse 09-gpt-bench "--steps 3 --warmup 0 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --gen-chars 300 would take about" \
+  --steps 3 --warmup 0 --batch 1 --seq-len 1 --d-model 2048 --n-heads 1 --n-layers 1 --gen-chars 300
 refuse 09-gpt "none.safetensors: train first with \`./book run 9 --checkpoint" \
   --resume --checkpoint "$ch9_ckpt/none.safetensors" --no-plots
 # A --quick run is made again with --quick (not the full run's minutes).
