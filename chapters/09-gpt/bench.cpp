@@ -346,8 +346,11 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
 // ratio against the reference BLAS: nobody runs PyTorch on it.
 std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const StepCount& count, Gpt& model,
                                    const TextIds& ids, Generator& gen) {
-  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}), {} round{} in turns with this program:\n",
-             o.torch_steps, o.rounds, o.rounds == 1 ? "" : "s");
+  // One round is no turns and no median: it says what it is.
+  const bool one_round = o.rounds == 1;
+  fmt::print("  PyTorch twin (tests/reference/ch09_gpt_twin.py --bench {}), {}:\n", o.torch_steps,
+             one_round ? std::string("one round, after this program's steps")
+                       : fmt::format("{} rounds in turns with this program", o.rounds));
   std::vector<double> ratios, cpu_ratios;
   std::optional<TwinStep> twin;
   for (int64_t round = 0; round < o.rounds; ++round) {
@@ -382,8 +385,8 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   }
   // The median of the rounds' ratios, said as ratio_words says a ratio.
   const double ratio = measure::median(ratios);
-  fmt::print("  PyTorch's step in the last round: median {:.2f} ms ({:.1f} GFLOP/s by the same count)\n", twin->ms,
-             count.total() / (1e6 * twin->ms));
+  fmt::print("  PyTorch's step{}: median {:.2f} ms ({:.1f} GFLOP/s by the same count)\n",
+             one_round ? "" : " in the last round", twin->ms, count.total() / (1e6 * twin->ms));
   // The rounds' range in the median's own direction: after "1.3x slower",
   // rounds "from 0.78x to 0.80x" (PyTorch's time over this program's) read as
   // if the other way round, so a slower median gives the rounds as slower too.
@@ -392,7 +395,8 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
   const bool slower = ratio < 1 && !about_as_fast(ratio);
   const std::string range = slower ? fmt::format("rounds from {:.2f}x to {:.2f}x slower", 1.0 / highest, 1.0 / lowest)
                                    : fmt::format("rounds from {:.2f}x to {:.2f}x", lowest, highest);
-  fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(ratio), range);
+  if (one_round) fmt::print("  the ratio by the wall clock: {}\n", ratio_words(ratio));
+  else fmt::print("  the median of the rounds' ratios by the wall clock: {} ({})\n", ratio_words(ratio), range);
   if (cpu_ratios.size() == ratios.size())
     fmt::print("  by CPU time: {}\n", ratio_words(measure::median(cpu_ratios)));
   return twin;

@@ -351,8 +351,10 @@ holds "at n = 17 it still does only 0.27 of the recurrent layer's work; from n =
 # slower), but OpenBLAS's LAPACK was mapped too, and the benchmarks named
 # OpenBLAS and its kernels, and printed ratios against the reference BLAS.
 # Skipped without torch or without Debian's reference BLAS (libblas3).
+have_torch=0
+/usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
 reference_blas=/usr/lib/x86_64-linux-gnu/blas
-if [ -e "$reference_blas/libblas.so.3" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+if [ -e "$reference_blas/libblas.so.3" ] && [ "$have_torch" -eq 1 ]; then
   LD_LIBRARY_PATH="$reference_blas" run 08-efficient-attention-bench --pytorch --min-seq-len 16 --max-seq-len 16 \
     --budget 0
   holds "PyTorch ran on libblas.so.3"
@@ -361,6 +363,19 @@ if [ -e "$reference_blas/libblas.so.3" ] && /usr/bin/python3 -c "import torch" 2
   lacks "tiled forward against PyTorch"
 else
   echo "skipped: the PyTorch peer on the reference BLAS (no torch or no $reference_blas)"
+fi
+
+# Chapter 9's benchmark with one round against the twin: no turns, no
+# median of the rounds' ratios and no range "from 1.22x to 1.22x".
+if [ "$have_torch" -eq 1 ]; then
+  run 09-gpt-bench --pytorch --rounds 1 --steps 3 --torch-steps 3 --warmup 0 --gen-chars 1
+  holds "one round, after this program's steps"
+  lacks "in turns with this program"
+  lacks "rounds' ratios"
+  lacks "rounds from"
+  lacks "in the last round"
+else
+  echo "skipped: chapter 9's benchmark against the twin (no torch)"
 fi
 
 echo "$ran runs, $failed failed"
