@@ -298,6 +298,13 @@ void run(int argc, char** argv) {
   if (!pytorch) return;
   if (!torch) return;
   fmt::print("  PyTorch ran on {}, one thread\n", torch->blas.description());
+  // Which sizes its rows cover, with or without a ratio: the largest T of
+  // the ladder within --naive-max-seq-len, which need not be that option
+  // itself ("up to T = 256, --naive-max-seq-len" read as if it were 256).
+  if (torch_sizes.size() < sizes.size())
+    fmt::print("  (PyTorch's plain attention ran up to T = {}, the largest T within --naive-max-seq-len {}; it holds "
+               "T x T matrices)\n",
+               torch_sizes.back(), naive_max);
   if (!torch->blas.optimised) {
     fmt::print("  no ratio printed: the reference BLAS is about 25x slower than the one a PyTorch user has.\n"
                "  Install OpenBLAS (apt-get install libopenblas0-pthread) and run again.\n");
@@ -309,9 +316,6 @@ void run(int argc, char** argv) {
     if (r.variant == "tiled") tiled_ms[r.T] = r.ms;
   for (const Row& r : torch->rows) fmt::print(" T={} {:.2f}x", r.T, r.ms / tiled_ms[r.T]);
   fmt::print("\n");
-  if (torch_sizes.size() < sizes.size())
-    fmt::print("  (PyTorch's plain attention ran up to T = {}, --naive-max-seq-len; it holds T x T matrices)\n",
-               torch_sizes.back());
 }
 
 }  // namespace

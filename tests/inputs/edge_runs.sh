@@ -365,6 +365,16 @@ else
   echo "skipped: the PyTorch peer on the reference BLAS (no torch or no $reference_blas)"
 fi
 
+# Chapter 8's benchmark with PyTorch cut off by --naive-max-seq-len between
+# two sizes: the note names the option's value, not the last T as if it
+# were the option's.
+if [ "$have_torch" -eq 1 ]; then
+  run 08-efficient-attention-bench --pytorch --min-seq-len 16 --max-seq-len 32 --naive-max-seq-len 20 --budget 0
+  holds "ran up to T = 16, the largest T within --naive-max-seq-len 20"
+else
+  echo "skipped: chapter 8's benchmark with PyTorch (no torch)"
+fi
+
 # Chapter 9's benchmark with one round against the twin: no turns, no
 # median of the rounds' ratios and no range "from 1.22x to 1.22x".
 if [ "$have_torch" -eq 1 ]; then
