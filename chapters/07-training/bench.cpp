@@ -192,9 +192,10 @@ void run(int argc, char** argv) {
                "it); this program skips {:.0f}% of them (after the last attention only the {} of {} positions with a "
                "target, and only the {} of {} attention entries the mask allows): {:.3f} GFLOP\n",
                nominal / 1e9, 100.0 * (1.0 - flops / nominal), T - w.first, T, allowed, T * T, flops / 1e9);
-    fmt::print("  {:.1f} GFLOP/s, {:.0f}% of this core's float GEMM peak of {:.1f} GFLOP/s (Eigen, 1024^3, measured "
-               "now)\n",
-               flops / (1e9 * step_median.wall), 100.0 * flops / (1e9 * step_median.wall) / peak, peak);
+    // (a share above 100% proves the peak's timing disturbed: n/a then)
+    const double gflops = flops / (1e9 * step_median.wall);
+    fmt::print("  {:.1f} GFLOP/s, {} of {:.1f} GFLOP/s (Eigen, 1024^3, measured now)\n", gflops,
+               measure::share_of_peak(gflops, peak, 0), peak);
   }
 
   // 2. The training run from the seed: epoch times and the time to 99%.

@@ -283,12 +283,8 @@ std::string ratio_words(double r) {
   return fmt::format("this program {:.1f}x slower", 1.0 / r);
 }
 
-std::string share_of_peak(double gflops, double peak) {
-  // Faster than the peak means the peak's own timing was disturbed.
-  if (gflops > peak) return "n/a (faster than the peak measured: that measurement was disturbed)";
-  // One decimal: a share of 69.6% is not 70%.
-  return fmt::format("{:.1f}% of this core's float GEMM peak", 100.0 * gflops / peak);
-}
+// One decimal: a share of 69.6% is not 70% (the chapter's goal).
+std::string share_of_peak(double gflops, double peak) { return measure::share_of_peak(gflops, peak, 1); }
 
 // What the run measured, for the printing below.
 struct Results {

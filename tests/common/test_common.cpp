@@ -657,6 +657,15 @@ TEST_CASE("openblas_kernels: the peer's kernels, and the environment's OPENBLAS_
         "kernels instead)");
 }
 
+TEST_CASE("share_of_peak: a share of the GEMM peak, and none above it, where the peak's timing was disturbed",
+          "[common][measure]") {
+  CHECK(measure::share_of_peak(41.8, 95.2, 0) == "44% of this core's float GEMM peak");
+  CHECK(measure::share_of_peak(163.0, 234.2, 1) == "69.6% of this core's float GEMM peak");
+  CHECK(measure::share_of_peak(95.2, 95.2, 0) == "100% of this core's float GEMM peak");
+  // A step faster than the peak (chapter 7's benchmark printed "104%").
+  CHECK(measure::share_of_peak(99.0, 95.2, 0) == "n/a (faster than the peak measured: that measurement was disturbed)");
+}
+
 TEST_CASE("cpu_name: the CPU /proc/cpuinfo names, and an emulator where it describes another instruction set",
           "[common][measure]") {
   using measure::Isa;

@@ -6,6 +6,7 @@
 #include "sa/rng.hpp"
 #include "sa/tensor.hpp"
 
+#include <fmt/format.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -221,6 +222,17 @@ inline double gemm_peak_cpu_gflops(Generator& gen) {
   }
   std::sort(s.begin(), s.end());
   return 2.0 * double(n) * double(n) * double(n) / (s[s.size() / 2] * 1e9);
+}
+
+// A speed as a share of this core's GEMM peak measured in the same run,
+// "44% of this core's float GEMM peak" (`decimals` after the point). The
+// peak is one timing of a 1024^3 product: another program on the core
+// during it makes it come out low, and a share above 100% would then be
+// printed as if measured (chapter 7's benchmark printed such shares).
+// Faster than the peak proves that timing disturbed: no share is given.
+inline std::string share_of_peak(double gflops, double peak, int decimals) {
+  if (!(gflops <= peak)) return "n/a (faster than the peak measured: that measurement was disturbed)";
+  return fmt::format("{:.{}f}% of this core's float GEMM peak", 100.0 * gflops / peak, decimals);
 }
 
 // How the benchmarks name the PyTorch peer's BLAS kernels, from the line
