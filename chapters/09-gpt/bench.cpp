@@ -329,7 +329,7 @@ void print_generation(const GenerationTimes& g, const BenchOptions& o) {
   fmt::print("    with the key/value cache:  {:8.0f} characters a second ({} wall, {} CPU)\n", with,
              timing_str(g.cached.wall), timing_str(g.cached.cpu));
   fmt::print("    without it:                {:8.0f} characters a second ({} wall, {} CPU): {}\n", without,
-             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(measure::median(g.gains)));
+             timing_str(g.uncached.wall), timing_str(g.uncached.cpu), cache_gain(measure::median(g.gains), with / without));
   fmt::print("    (the median of the {} turns' ratios; turns from {:.1f}x to {:.1f}x)\n", kGenerationRuns,
              *std::min_element(g.gains.begin(), g.gains.end()), *std::max_element(g.gains.begin(), g.gains.end()));
   if (!g.same)

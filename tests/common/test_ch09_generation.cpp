@@ -75,6 +75,18 @@ TEST_CASE("cache_gain: a gain said as a factor, and no gain or a loss said with 
         "prompt, and again whenever the context restarts) costs more than the few characters after it save");
 }
 
+TEST_CASE("cache_gain: the benchmark's verdict only where the median speeds printed beside it agree") {
+  // The turns' median and the speeds' ratio on the same side: the turns'.
+  CHECK(cache_gain(10.0, 10.4) == "the cache is 10.0x faster");
+  CHECK(cache_gain(0.6, 0.7) == cache_gain(0.6));
+  CHECK(cache_gain(1.02, 0.98) == cache_gain(1.02));
+  // 0.94x from the turns beside speeds of 4554 and 4526 characters a second.
+  CHECK(cache_gain(0.94, 4554.0 / 4526.0) ==
+        "the cache's gain is within this run's noise (0.94x by the median of the turns' ratios, 1.01x by the median "
+        "speeds)");
+  CHECK(cache_gain(1.06, 1.03).starts_with("the cache's gain is within this run's noise (1.06x"));
+}
+
 TEST_CASE("GptDecoder: every cached step gives the last row of a whole forward over the same tokens") {
   Generator gen(5);
   Gpt model(small(), gen);
