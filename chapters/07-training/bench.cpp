@@ -157,6 +157,10 @@ void run(int argc, char** argv) {
                             pytorch ? fmt::format(" --torch-steps {}", torch_steps) : "");
     cli.check_budget(e);
   }
+  // Without torch, --pytorch is refused now, not after the whole benchmark
+  // ran ("PyTorch twin could not be timed: ... No module named 'torch'",
+  // exit 0), as chapters 8's and 9's benchmarks refuse it.
+  if (pytorch) measure::require_pytorch();
 
   fmt::print("Chapter 7 benchmark: reversal task, seed {}, batch {}\n", cli.seed, kBatch);
   fmt::print("  measured on: {}\n", measure::machine_description());

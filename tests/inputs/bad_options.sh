@@ -208,6 +208,17 @@ rm -rf "$taken"
 refuse 07-training-analyze "--checkpoint is empty: give a file" --checkpoint "" --no-plots
 refuse 07-training-bench "--torch-steps times the PyTorch twin, which runs only with --pytorch" --torch-steps 10
 refuse 07-training-bench "unknown option '--plots-dir'" --plots-dir /tmp
+# --pytorch where /usr/bin/python3 has no torch (a torch module that fails to
+# import, first on PYTHONPATH): refused before any work, by every benchmark.
+# Chapter 7's ran its minute of steps and epochs first, then said the twin
+# could not be timed, with exit status 0.
+no_torch=$(mktemp -d)
+mkdir "$no_torch/torch"
+echo 'raise ModuleNotFoundError("No module named '"'torch'"'")' >"$no_torch/torch/__init__.py"
+for p in 07-training-bench 08-efficient-attention-bench 09-gpt-bench; do
+  PYTHONPATH="$no_torch" refuse "$p" "--pytorch needs /usr/bin/python3 with torch, which cannot import it here" --pytorch
+done
+rm -rf "$no_torch"
 refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got '0'" --steps 0
 refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got 'abc'" --steps abc
 refuse 09-gpt-bench "--warmup must be an integer in [0, 10000], got '-1'" --warmup -1

@@ -113,12 +113,17 @@ inline std::string peer_failure(const PeerOutput& out) {
 
 // --pytorch needs /usr/bin/python3 with torch: asked before any timing, so
 // a missing package is one line (status 2), not a failure after minutes of
-// work.
-inline void require_pytorch() {
-  const int status = std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1");
-  if (status != 0)
+// work. It also says which BLAS torch's products will run on (blas.py run
+// alone): on the reference BLAS the peer takes 5 to 12 times as long as on
+// OpenBLAS, which a benchmark's estimate has to know before it starts.
+inline PeerBlas require_pytorch() {
+  const PeerOutput out = run_pytorch_peer("tests/reference/bench/blas.py", {});
+  if (out.succeeded()) return out.blas;
+  const std::string why = peer_failure(out);
+  if (out.status == -1 || why.find("No module named") != std::string::npos)
     throw UsageError("--pytorch needs /usr/bin/python3 with torch, which cannot import it here (apt-get install "
                      "python3-torch)");
+  throw UsageError("--pytorch: /usr/bin/python3 with torch failed a first product: " + why);
 }
 
 }  // namespace sa::measure

@@ -130,3 +130,9 @@ def report():
     print("pytorch_blas %s %s %s %s" % (name, "optimised" if optimised else "reference", openblas_core(path),
                                         ENVIRONMENT_CORETYPE))
     return optimised
+
+
+if __name__ == "__main__":
+    # Run alone, it imports torch and prints the line above: the benchmarks'
+    # --pytorch asks it before any work (sa/pytorch_peer.hpp, require_pytorch).
+    report()
