@@ -97,11 +97,18 @@ std::optional<double> slope(const std::vector<Row>& rows, const std::string& var
   return std::log(b.ms / a.ms) / std::log(double(b.T) / double(a.T));
 }
 
+// On the reference BLAS PyTorch's plain attention took 111 s a call at T =
+// 8192, d_k = 1024 (80 s of it CPU time, on a busy machine), 5.6 times the
+// naive path's estimate: that run, estimated at 4 min, took 12.
+constexpr double kTorchSlowdownOnReferenceBlas = 8.0;
+
 // The whole benchmark against the budget: every size times each variant
 // (one call for its memory, then at least 3 filling --budget seconds), with
-// chapter 8's cost model; PyTorch's peer as the naive path, plus its start.
+// chapter 8's cost model; PyTorch's peer as the naive path, plus its start
+// (`torch_slowdown` times the naive path's call: 1, or on the reference BLAS
+// kTorchSlowdownOnReferenceBlas).
 RunEstimate estimate_bench(const std::vector<int64_t>& sizes, int64_t d_k, int64_t block, int64_t naive_max,
-                           double budget, bool pytorch) {
+                           double budget, bool pytorch, double torch_slowdown = 1.0) {
   using namespace ch8::cost;
   RunEstimate e;
   e.seconds = 2.0;  // the matrix-product peak, twice at most
@@ -110,7 +117,8 @@ RunEstimate estimate_bench(const std::vector<int64_t>& sizes, int64_t d_k, int64
     const double T = double(t), forward = tiled_forward(T, double(d_k), double(block));
     e.seconds += timed(forward, budget) + timed(forward / 2, budget) + forward + timed(2.5 * forward, budget);
     if (t <= naive_max) {
-      e.seconds += timed(naive_forward(T, double(d_k)), budget) * (pytorch ? 2 : 1);
+      e.seconds += timed(naive_forward(T, double(d_k)), budget) +
+                   (pytorch ? timed(torch_slowdown * naive_forward(T, double(d_k)), budget) : 0.0);
       largest_naive = T;
     }
   }
@@ -121,6 +129,7 @@ RunEstimate estimate_bench(const std::vector<int64_t>& sizes, int64_t d_k, int64
   e.bytes = 4.0 * (10 * T * double(d_k) + (pytorch ? 3 : 2) * largest_naive * largest_naive + 3 * B * B);
   e.options = fmt::format("--min-seq-len {} --max-seq-len {} --naive-max-seq-len {} --d-k {} --block {} --budget {}{}",
                           sizes.front(), sizes.back(), naive_max, d_k, block, budget, pytorch ? " --pytorch" : "");
+  if (torch_slowdown > 1.0) e.options += " with PyTorch on the reference BLAS";
   return e;
 }
 
@@ -174,7 +183,11 @@ void run(int argc, char** argv) {
                                  "path, and --naive-max-seq-len {} is below every T from --min-seq-len {}",
                                  naive_max, min_T));
   cli.check_budget(estimate_bench(sizes, d_k, block, naive_max, budget, pytorch));
-  if (pytorch) measure::require_pytorch();
+  // Then, once torch is known to be there, PyTorch's time on the BLAS it
+  // will run on.
+  if (pytorch && !measure::require_pytorch().optimised)
+    cli.check_budget(
+        estimate_bench(sizes, d_k, block, naive_max, budget, pytorch, kTorchSlowdownOnReferenceBlas));
 
   // T doubles from --min-seq-len: a --max-seq-len off that ladder is not
   // measured itself, and the reader is told which sizes are.

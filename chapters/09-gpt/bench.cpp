@@ -99,7 +99,15 @@ StepCount step_count(const GptConfig& c, int64_t batch) {
 // the C++ step, plus Python's start). With --pytorch, every round times
 // this program's steps and the twin's again: --rounds 20 --torch-steps 1000
 // was estimated at 4 min, one round's worth, and ran about 25.
-RunEstimate estimate(const BenchOptions& o) {
+// On the reference BLAS the twin's step took 0.90 to 0.95 s against 70 ms
+// on OpenBLAS, 4.6 times what the estimate below gives it on OpenBLAS (1.5
+// times this program's step, 0.2 s): --torch-steps 1000, estimated at 4 min,
+// would have taken 16.
+constexpr double kTwinSlowdownOnReferenceBlas = 6.0;
+
+// `twin_slowdown`: 1, or kTwinSlowdownOnReferenceBlas once require_pytorch
+// has said which BLAS the twin will run on.
+RunEstimate estimate(const BenchOptions& o, double twin_slowdown = 1.0) {
   const GptConfig c = o.model.model_config();
   const double tokens = double(o.model.batch * o.model.seq_len);
   const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
@@ -118,7 +126,7 @@ RunEstimate estimate(const BenchOptions& o) {
   e.seconds = rounds * double(o.steps + o.warmup) * step +
               2.0 * kGenerationRuns * double(o.gen_chars) * forward_one_sequence + 2.0 +
               5.0 /* the text, read and checked */ +
-              (o.pytorch ? rounds * (10.0 + 1.5 * double(o.torch_steps + 5) * step) : 0.0);
+              (o.pytorch ? rounds * (10.0 + twin_slowdown * 1.5 * double(o.torch_steps + 5) * step) : 0.0);
   // Parameters, gradients and AdamW's moments; one step's activations; the
   // text's ids and the text (as the chapter program estimates them).
   e.bytes = 16.0 * params + 4.0 * tokens * (L * 30.0 * d + 4.0 * V) + 9.0 * 4.2e6;
@@ -128,6 +136,7 @@ RunEstimate estimate(const BenchOptions& o) {
       "--steps {} --warmup {} --batch {} --seq-len {} --d-model {} --n-heads {} --n-layers {} --gen-chars {}{}",
       o.steps, o.warmup, o.model.batch, o.model.seq_len, o.model.d_model, o.model.n_heads, o.model.n_layers,
       o.gen_chars, o.pytorch ? fmt::format(" --torch-steps {} --rounds {}", o.torch_steps, o.rounds) : "");
+  if (twin_slowdown > 1.0) e.options += " with PyTorch on the reference BLAS";
   return e;
 }
 
@@ -167,7 +176,10 @@ BenchOptions parse(Cli& cli, int argc, char** argv) {
                                      size, size));
   o.model.model_config().validate();  // d_model divisible by n_heads
   cli.check_budget(estimate(o));
-  if (o.pytorch) measure::require_pytorch();
+  // Then, once torch is known to be there, the twin's time on the BLAS it
+  // will run on.
+  if (o.pytorch && !measure::require_pytorch().optimised)
+    cli.check_budget(estimate(o, kTwinSlowdownOnReferenceBlas));
   return o;
 }
 

@@ -219,6 +219,23 @@ for p in 07-training-bench 08-efficient-attention-bench 09-gpt-bench; do
   PYTHONPATH="$no_torch" refuse "$p" "--pytorch needs /usr/bin/python3 with torch, which cannot import it here" --pytorch
 done
 rm -rf "$no_torch"
+# On the reference BLAS the PyTorch peers take 5 to 12 times as long as on
+# OpenBLAS: each benchmark asks which BLAS torch will call before it starts,
+# and estimates the peer on it. These three, estimated at 2 to 4 min, would
+# have taken 10 to 22. Skipped without torch or Debian's reference BLAS.
+reference_blas=/usr/lib/x86_64-linux-gnu/blas
+if [ -e "$reference_blas/libblas.so.3" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  LD_LIBRARY_PATH="$reference_blas" refuse 07-training-bench \
+    "--torch-steps 10000 with PyTorch on the reference BLAS would take about" --pytorch --torch-steps 10000
+  LD_LIBRARY_PATH="$reference_blas" refuse 08-efficient-attention-bench \
+    "--pytorch with PyTorch on the reference BLAS would take about" --pytorch --d-k 1024 --min-seq-len 8192 \
+    --max-seq-len 8192 --budget 0
+  LD_LIBRARY_PATH="$reference_blas" refuse 09-gpt-bench \
+    "--torch-steps 1000 --rounds 1 with PyTorch on the reference BLAS would take about" --pytorch --rounds 1 \
+    --torch-steps 1000
+else
+  echo "skipped: the PyTorch peers on the reference BLAS (no torch or no $reference_blas)"
+fi
 refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got '0'" --steps 0
 refuse 09-gpt-bench "--steps must be an integer in [3, 100000], got 'abc'" --steps abc
 refuse 09-gpt-bench "--warmup must be an integer in [0, 10000], got '-1'" --warmup -1
