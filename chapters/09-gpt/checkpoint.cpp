@@ -150,17 +150,27 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
   if (int64_t(parameter_count(ckpt.params)) != gpt_parameter_count(c))
     throw refuse(fmt::format("{} parameters, but the configuration implies {}", parameter_count(ckpt.params),
                              gpt_parameter_count(c)));
-  // The shapes the reader will expect: the configuration's.
+  // The shapes the reader will expect: the configuration's. A refusal
+  // names the first tensor that differs, with both shapes.
+  using NamedShapes = std::vector<std::pair<std::string, Shape>>;
   const auto shapes_of = [](const GptParams& p) {
-    std::vector<Shape> out;
-    visit_checkpoint_tensors(p, nullptr, nullptr, [&](const std::string&, Shape s, auto) { out.push_back(s); });
+    NamedShapes out;
+    visit_checkpoint_tensors(p, nullptr, nullptr,
+                             [&](const std::string& name, Shape s, auto) { out.emplace_back(name, s); });
     return out;
   };
-  const std::vector<Shape> want = shapes_of(shaped_gpt_params(c));
-  if (shapes_of(ckpt.params) != want) throw refuse("the parameters do not have the shapes the configuration implies");
+  const NamedShapes want = shapes_of(shaped_gpt_params(c));
+  const auto require_shapes = [&](const GptParams& p, const char* prefix) {
+    const NamedShapes got = shapes_of(p);
+    for (size_t i = 0; i < want.size() && i < got.size(); ++i)
+      if (got[i].second != want[i].second)
+        throw refuse(fmt::format("tensor {}{} is {}, but the configuration implies {}", prefix, got[i].first,
+                                 shape_str(got[i].second), shape_str(want[i].second)));
+  };
+  require_shapes(ckpt.params, "");
   if (ckpt.has_optimizer) {
-    if (shapes_of(ckpt.adam_m) != want || shapes_of(ckpt.adam_v) != want)
-      throw refuse("AdamW's moments do not have the parameters' shapes");
+    require_shapes(ckpt.adam_m, kMomentPrefix[0]);
+    require_shapes(ckpt.adam_v, kMomentPrefix[1]);
     if (ckpt.adamw_step != ckpt.iteration)
       throw refuse(fmt::format("AdamW's step count {} is not the iteration {}: one AdamW step an iteration",
                                ckpt.adamw_step, ckpt.iteration));

@@ -14,7 +14,9 @@ namespace sa {
 
 void GptConfig::validate() const {
   if (vocab_size < 1 || seq_len < 1 || d_model < 1 || n_heads < 1 || n_layers < 1)
-    throw std::invalid_argument("GptConfig: every size must be at least 1");
+    throw std::invalid_argument(fmt::format(
+        "GptConfig: every size must be at least 1, got vocab_size {}, seq_len {}, d_model {}, n_heads {}, n_layers {}",
+        vocab_size, seq_len, d_model, n_heads, n_layers));
   if (d_model % n_heads != 0)
     throw std::invalid_argument(fmt::format(
         "d_model {} is not divisible by {} heads: every head gets d_model / n_heads columns", d_model, n_heads));
@@ -289,7 +291,8 @@ void Gpt::backward() {
 // Generation
 
 int64_t context_start(int64_t n_tokens, int64_t seq_len) {
-  if (n_tokens < 1 || seq_len < 1) throw std::invalid_argument("context_start: no token, or no position");
+  if (n_tokens < 1 || seq_len < 1) throw std::invalid_argument(fmt::format(
+        "context_start: {} tokens and {} positions; both must be at least 1", n_tokens, seq_len));
   // The context grows to seq_len tokens, then restarts from its newer half:
   // seq_len - seq_len / 2 tokens are kept at every restart.
   const int64_t kept = seq_len - seq_len / 2;

@@ -1,5 +1,7 @@
 #include "sa/nn.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -23,7 +25,7 @@ void init_linear_bias(Generator& gen, RowVector& b, int64_t d_in) {
 }
 
 Linear make_linear(Generator& gen, int64_t d_in, int64_t d_out, bool bias) {
-  if (d_in < 1 || d_out < 1) throw std::invalid_argument("make_linear: sizes must be positive");
+  if (d_in < 1 || d_out < 1) throw std::invalid_argument(fmt::format("make_linear: sizes must be positive, got d_in {} and d_out {}", d_in, d_out));
   Linear layer;
   layer.W.resize(d_in, d_out);
   init_linear_weight(gen, layer.W);
@@ -46,7 +48,8 @@ AttentionParams make_attention_params(Generator& gen, int64_t d_model, bool bias
 }
 
 Matrix make_embedding(Generator& gen, int64_t vocab, int64_t d_model) {
-  if (vocab < 1 || d_model < 1) throw std::invalid_argument("make_embedding: sizes must be positive");
+  if (vocab < 1 || d_model < 1) throw std::invalid_argument(
+        fmt::format("make_embedding: sizes must be positive, got vocab {} and d_model {}", vocab, d_model));
   return gen.randn(vocab, d_model);
 }
 

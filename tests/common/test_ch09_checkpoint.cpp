@@ -438,6 +438,18 @@ TEST_CASE("chapter 9 checkpoint: the writer refuses what the reader would refuse
   c = trained_checkpoint();
   c.training->lr = 0;
   CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("the run's batch 3, lr 0, dropout 0.1: expected"));
+  // The same count of values in another shape: the tensor is named.
+  c = trained_checkpoint();
+  const Shape tok{c.params.tok.rows(), c.params.tok.cols()};
+  c.params.tok.resize(tok[1], tok[0]);
+  c.params.tok.setZero();
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c),
+                    sa::test::ContainsText(fmt::format("tensor tok is {}, but the configuration implies {}",
+                                                       shape_str(Shape{tok[1], tok[0]}), shape_str(tok))));
+  c = trained_checkpoint();
+  c.adam_v.pos.resize(c.adam_v.pos.cols(), c.adam_v.pos.rows());
+  c.adam_v.pos.setZero();
+  CHECK_THROWS_WITH(gpt_checkpoint_bytes(c), sa::test::ContainsText("tensor adamw.v.pos is"));
 }
 
 TEST_CASE("chapter 9 checkpoint: any changed byte is refused in one line, or changes nothing", "[ch09_checkpoint]") {
