@@ -25,6 +25,8 @@
 #include <fstream>
 #include <new>
 #include <sstream>
+#include <thread>
+#include <chrono>
 #include <iterator>
 #include <limits>
 #include <vector>
@@ -192,6 +194,19 @@ TEST_CASE("measure::median: the middle value, the mean of the middle two for an 
   const measure::Times t = measure::median(std::vector<measure::Times>{{1.0, 9.0}, {3.0, 5.0}});
   CHECK(t.wall == 2.0);
   CHECK(t.cpu == 7.0);
+}
+
+// median_ms took the upper of the middle two of an even count, where every
+// other median of the benchmarks takes their mean. Four runs of 20, 40, 60
+// and 80 ms: 50 ms, not 60 (a run sleeps at least its time, and up to 7 ms
+// more on a busy machine still reads as 50, not 60).
+TEST_CASE("measure::median_ms: of an even count of runs, the mean of the middle two", "[common][measure]") {
+  int run = 0;
+  const double ms = measure::median_ms(
+      [&] { std::this_thread::sleep_for(std::chrono::milliseconds(20 * ++run)); }, 0.0, 4, 4);
+  CHECK(run == 4);
+  CHECK(ms > 49.0);
+  CHECK(ms < 57.0);
 }
 
 TEST_CASE("rounding: a difference within its bound prints as the bound, one above it with its digits",

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sa::measure {
@@ -137,8 +138,7 @@ inline double median_ms(const std::function<void()>& f, double budget_s = 0.3, i
     f();
     t.push_back(1e3 * (seconds_now() - t0));
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));  // (of an even count, the mean of the middle two, as everywhere)
 }
 
 // A field of /proc/self/status in bytes ("VmRSS", "VmHWM"), if readable.
