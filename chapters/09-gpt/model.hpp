@@ -93,14 +93,15 @@ struct GptTensor {
 template <class ParamsT, class F>
 void visit_gpt_parameters(ParamsT& p, F&& f) {
   const double base = 0.02, residual = 0.02 / std::sqrt(2.0 * double(p.blocks.size()));
-  const GptTensor embedding{GptTensor::normal, base, false, true};
+  const GptTensor embedding{.init = GptTensor::normal, .stddev = base, .transposed = false, .decay = true};
   auto linear = [&](const std::string& name, auto& layer, double w_std) {
-    f(name + ".W", layer.W, GptTensor{GptTensor::normal, w_std, true, true});
-    if (layer.b) f(name + ".b", *layer.b, GptTensor{GptTensor::zeros});
+    f(name + ".W", layer.W,
+      GptTensor{.init = GptTensor::normal, .stddev = w_std, .transposed = true, .decay = true});
+    if (layer.b) f(name + ".b", *layer.b, GptTensor{.init = GptTensor::zeros});
   };
   auto norm = [&](const std::string& name, auto& ln) {
-    f(name + ".gamma", ln.gamma, GptTensor{GptTensor::ones});
-    f(name + ".beta", ln.beta, GptTensor{GptTensor::zeros});
+    f(name + ".gamma", ln.gamma, GptTensor{.init = GptTensor::ones});
+    f(name + ".beta", ln.beta, GptTensor{.init = GptTensor::zeros});
   };
   f("tok", p.tok, embedding);
   f("pos", p.pos, embedding);
