@@ -271,9 +271,8 @@ void run(int argc, char** argv) {
                    floor_ms, torch->ms / floor_ms);
       } else
         fmt::print("  median step: PyTorch {:.2f} ms, this program {:.2f} ms (wall); no ratio printed: the reference "
-                   "BLAS is many times slower than the one a PyTorch user has. Install OpenBLAS (apt-get install "
-                   "libopenblas0-pthread) and run again.\n",
-                   torch->ms, ours);
+                   "BLAS is many times slower than the one a PyTorch user has. {}\n",
+                   torch->ms, ours, measure::kReferenceBlasAdvice);
     }
   }
 }

@@ -320,7 +320,8 @@ void run(int argc, char** argv) {
                torch_sizes.back(), naive_max);
   if (!torch->blas.optimised) {
     fmt::print("  no ratio printed: the reference BLAS is about 25x slower than the one a PyTorch user has.\n"
-               "  Install OpenBLAS (apt-get install libopenblas0-pthread) and run again.\n");
+               "  {}\n",
+               measure::kReferenceBlasAdvice);
     return;
   }
   fmt::print("  tiled forward against PyTorch (time of PyTorch / time of tiled):");

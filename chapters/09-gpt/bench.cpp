@@ -387,8 +387,8 @@ std::optional<TwinStep> print_twin(const BenchOptions& o, Results& r, const Step
     }
   }
   if (!twin->blas.optimised) {
-    fmt::print("  no ratio printed: the reference BLAS is many times slower than the one a PyTorch user has. Point "
-               "LD_LIBRARY_PATH at OpenBLAS (or apt-get install libopenblas0-pthread) and run again.\n");
+    fmt::print("  no ratio printed: the reference BLAS is many times slower than the one a PyTorch user has. {}\n",
+               measure::kReferenceBlasAdvice);
     return twin;
   }
   // The median of the rounds' ratios, said as ratio_words says a ratio.

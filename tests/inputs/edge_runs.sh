@@ -361,6 +361,9 @@ if [ -e "$reference_blas/libblas.so.3" ] && [ "$have_torch" -eq 1 ]; then
   holds "(the reference BLAS)"
   lacks "(an optimised BLAS)"
   lacks "tiled forward against PyTorch"
+  # OpenBLAS is installed here: the advice names what else chose the
+  # reference BLAS, not only the package.
+  holds "see that LD_LIBRARY_PATH and update-alternatives (libblas.so.3) let torch load it"
 else
   echo "skipped: the PyTorch peer on the reference BLAS (no torch or no $reference_blas)"
 fi

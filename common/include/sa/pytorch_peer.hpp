@@ -111,6 +111,14 @@ inline std::string peer_failure(const PeerOutput& out) {
   return how + ": " + last;
 }
 
+// What a benchmark says when the peer's products ran on the reference BLAS
+// (after "no ratio printed: ..."). Not only a missing OpenBLAS does it:
+// LD_LIBRARY_PATH or Debian's alternatives for libblas.so.3 can choose the
+// reference BLAS while OpenBLAS is installed.
+inline constexpr const char* kReferenceBlasAdvice =
+    "Install OpenBLAS (apt-get install libopenblas0-pthread), or, where it is installed, see that LD_LIBRARY_PATH "
+    "and update-alternatives (libblas.so.3) let torch load it; then run again.";
+
 // --pytorch needs /usr/bin/python3 with torch: asked before any timing, so
 // a missing package is one line (status 2), not a failure after minutes of
 // work. It also says which BLAS torch's products will run on (blas.py run
