@@ -145,7 +145,7 @@ BenchOptions parse(Cli& cli, int argc, char** argv) {
   cli.add("--steps", &o.steps, "training steps timed for the median", IntRange{3, 100000});
   cli.add("--warmup", &o.warmup, "untimed steps first (the workspaces are allocated in the first)",
           IntRange{0, 10000});
-  cli.add("--batch", &o.model.batch, "sequences in a training batch", IntRange{1, 4096});
+  cli.add("--batch", &o.model.batch, "sequences in a training batch", IntRange{1, ch9::kMaxBatch});
   cli.add("--seq-len", &o.model.seq_len, "the context: characters a sequence holds", IntRange{1, 4096});
   cli.add("--d-model", &o.model.d_model, "the model's width", IntRange{1, 4096});
   cli.add("--n-heads", &o.model.n_heads, "attention heads (d_model must be divisible by it)", IntRange{1, 4096});

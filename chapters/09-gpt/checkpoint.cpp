@@ -142,11 +142,11 @@ std::vector<uint8_t> gpt_checkpoint_bytes(const GptCheckpoint& ckpt) {
     throw refuse(fmt::format("iteration {} of {}: expected 0 <= iteration <= iters, iters >= 1", ckpt.iteration,
                              ckpt.iters));
   if (const auto& t = ckpt.training;
-      ckpt.has_optimizer && t && (t->batch < 1 || t->batch > 4096 || !(t->lr > 0 && t->lr <= 1) ||
+      ckpt.has_optimizer && t && (t->batch < 1 || t->batch > kMaxBatch || !(t->lr > 0 && t->lr <= 1) ||
                                   !(t->dropout >= 0 && t->dropout < 1)))
-    throw refuse(fmt::format("the run's batch {}, lr {}, dropout {}: expected a batch in [1, 4096], lr in (0, 1], "
+    throw refuse(fmt::format("the run's batch {}, lr {}, dropout {}: expected a batch in [1, {}], lr in (0, 1], "
                              "dropout in [0, 1)",
-                             t->batch, t->lr, t->dropout));
+                             t->batch, t->lr, t->dropout, kMaxBatch));
   if (int64_t(parameter_count(ckpt.params)) != gpt_parameter_count(c))
     throw refuse(fmt::format("{} parameters, but the configuration implies {}", parameter_count(ckpt.params),
                              gpt_parameter_count(c)));
@@ -291,9 +291,9 @@ std::optional<GptCheckpoint::Training> read_training(const Metadata& meta, bool 
   if (!has_optimizer) throw fail("it records the run's batch, lr and dropout but no optimizer state ('none')");
   GptCheckpoint::Training t;
   uint64_t batch = 0;
-  if (!parse_count(metadata_entry(meta, "batch", fail), 4096, batch) || batch < 1)
-    throw fail(fmt::format("its batch '{}' is not a whole number from 1 to 4096",
-                           shown(metadata_entry(meta, "batch", fail))));
+  if (!parse_count(metadata_entry(meta, "batch", fail), uint64_t(kMaxBatch), batch) || batch < 1)
+    throw fail(fmt::format("its batch '{}' is not a whole number from 1 to {}",
+                           shown(metadata_entry(meta, "batch", fail)), kMaxBatch));
   t.batch = int64_t(batch);
   t.lr = read_real(meta, "lr", 0, 1, /*lo_open=*/true, /*hi_open=*/false, fail);
   t.dropout = read_real(meta, "dropout", 0, 1, /*lo_open=*/false, /*hi_open=*/true, fail);

@@ -69,6 +69,9 @@ inline std::string default_gpt_checkpoint(bool quick) {
 // options (--n-layers up to 64), small enough that nothing overflows.
 inline constexpr int64_t kMaxGptLayers = 1024;
 inline constexpr int64_t kMaxGptVocab = 1 << 16;
+// The training run a checkpoint records, as the programs' options allow
+// it (--batch, --lr, --dropout) and as the checkpoint's reader checks it.
+inline constexpr int64_t kMaxBatch = 4096;
 
 struct GptCheckpoint {
   GptConfig config;

@@ -46,7 +46,7 @@ void run(int argc, char** argv) {
                            Options::kQuickIters, Options::kQuickEvalInterval, Options::kQuickEvalIters));
   cli.add("--iters", &o.iters, "training iterations (nanoGPT's max_iters; the schedule decays over all of them)",
           IntRange{1, 1000000});
-  cli.add("--batch", &o.batch, "sequences in a training batch", IntRange{1, 4096});
+  cli.add("--batch", &o.batch, "sequences in a training batch", IntRange{1, kMaxBatch});
   cli.add("--seq-len", &o.seq_len, "the context: characters a sequence holds, and rows of the position table",
           IntRange{1, 4096});
   cli.add("--d-model", &o.d_model, "the model's width", IntRange{1, 4096});
