@@ -215,8 +215,12 @@ refuse 07-training-bench "unknown option '--plots-dir'" --plots-dir /tmp
 no_torch=$(mktemp -d)
 mkdir "$no_torch/torch"
 echo 'raise ModuleNotFoundError("No module named '"'torch'"'")' >"$no_torch/torch/__init__.py"
+# (Where there is no /usr/bin/python3 at all, as in CI's Debian 13 root,
+# the refusal says that instead.)
+without_torch=", which cannot import it here"
+[ -x /usr/bin/python3 ] || without_torch="; there is no /usr/bin/python3 here"
 for p in 07-training-bench 08-efficient-attention-bench 09-gpt-bench; do
-  PYTHONPATH="$no_torch" refuse "$p" "--pytorch needs /usr/bin/python3 with torch, which cannot import it here" --pytorch
+  PYTHONPATH="$no_torch" refuse "$p" "--pytorch needs /usr/bin/python3 with torch$without_torch" --pytorch
 done
 rm -rf "$no_torch"
 # On the reference BLAS the PyTorch peers take 5 to 12 times as long as on

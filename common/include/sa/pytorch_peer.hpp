@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -125,6 +126,11 @@ inline constexpr const char* kReferenceBlasAdvice =
 // alone): on the reference BLAS the peer takes 5 to 12 times as long as on
 // OpenBLAS, which a benchmark's estimate has to know before it starts.
 inline PeerBlas require_pytorch() {
+  // Without /usr/bin/python3 the shell says "not found" (status 127): no
+  // product failed, there is no Python (a Debian root without it).
+  if (::access("/usr/bin/python3", X_OK) != 0)
+    throw UsageError("--pytorch needs /usr/bin/python3 with torch; there is no /usr/bin/python3 here (apt-get "
+                     "install python3-torch)");
   const PeerOutput out = run_pytorch_peer("tests/reference/bench/blas.py", {});
   if (out.succeeded()) return out.blas;
   const std::string why = peer_failure(out);
