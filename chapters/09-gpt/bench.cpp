@@ -112,7 +112,7 @@ RunEstimate estimate(const BenchOptions& o, double twin_slowdown = 1.0) {
   const double tokens = double(o.model.batch * o.model.seq_len);
   const double head_calls = double(o.model.batch * c.n_heads * c.n_layers);
   const double d = double(c.d_model), L = double(c.n_layers), V = double(c.vocab_size);
-  const double params = L * 12.0 * d * d + (V + double(c.seq_len)) * d;
+  const double params = double(ch9::gpt_parameter_count(c));
   const double work = step_count(c, o.model.batch).total() / ch9::kOperationsPerSecond +
                       tokens * ch9::kSecondsPerToken + head_calls * ch9::head_call_seconds(c.seq_len);
   // And each parameter's own cost (ch9::kSecondsPerParameterStep): AdamW and

@@ -22,7 +22,7 @@ namespace sa::ch9 {
 RunEstimate run_estimate(const Options& o) {
   const double d = double(o.d_model), layers = double(o.n_layers), T = double(o.seq_len), V = double(kVocabSize),
                B = double(o.batch);
-  const double params = layers * 12.0 * d * d + (V + T) * d;
+  const double params = double(gpt_parameter_count(o.model_config()));
   const double per_token = 6.0 * params + 12.0 * layers * T * d;
   const int64_t iters = o.iters - o.start_iteration;  // (--resume: the iterations left)
   const double trained = double(iters) * B * T;
